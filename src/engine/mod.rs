@@ -1,0 +1,247 @@
+//! The engine: drives every core's references through the machine, interleaving
+//! cores by their clocks (the core furthest behind goes next, as ChampSim and
+//! Ramulator do), calls the policy's hooks and epochs, and collects the report.
+//!
+//! `run::<P>` is generic over the policy: hooks inline into the per-reference loop.
+//! Sources are `Box<dyn Source>` but are called once per batch of references.
+
+use crate::config::{Config, WorkloadSlot};
+use crate::machine::{Machine, MachineInfo, TenantKind};
+use crate::mechanism::Mechanisms;
+use crate::policy::registry::{with_policy, PolicyVisitor};
+use crate::policy::{Policy, PolicyReport};
+use crate::report::{EpochRecord, Report};
+use crate::trace::{Access, Source};
+use anyhow::{bail, Result};
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+/// How to run: what the CLI adds to the configuration.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Shadow-memory verification of every read (and invariant checks per epoch).
+    pub verify: bool,
+    /// Show a progress bar (only used when stdout and stderr are terminals).
+    pub progress: bool,
+}
+
+const BATCH: usize = 4096;
+
+/// Runs the configured policy on the configured workloads.
+pub fn run(cfg: &Config, opts: &RunOptions) -> Result<Report> {
+    with_policy(&cfg.policy.name, Runner { cfg, opts })?
+}
+
+/// Runs policy `name` with the rest of `cfg` unchanged.
+pub fn run_policy(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Report> {
+    let mut c = cfg.clone();
+    c.policy.name = name.to_string();
+    run(&c, opts)
+}
+
+struct Runner<'a> {
+    cfg: &'a Config,
+    opts: &'a RunOptions,
+}
+
+impl PolicyVisitor for Runner<'_> {
+    type Output = Result<Report>;
+    fn visit<P: Policy>(self, name: &'static str) -> Result<Report> {
+        run_with::<P>(self.cfg, name, self.opts)
+    }
+}
+
+/// The tenants of a run and their kinds, from its workload slots.
+fn tenant_kinds(slots: &[WorkloadSlot]) -> Vec<TenantKind> {
+    let n = slots.iter().map(|s| s.tenant as usize + 1).max().unwrap_or(1);
+    (0..n).map(|t| slots.iter().find(|s| s.tenant as usize == t).map_or(TenantKind::Process, |s| s.kind)).collect()
+}
+
+struct CoreFeed {
+    source: Option<Box<dyn Source>>,
+    buf: Vec<Access>,
+    pos: usize,
+    tenant: u16,
+}
+
+impl CoreFeed {
+    /// Refills the buffer; false when the source is exhausted.
+    fn refill(&mut self) -> Result<bool> {
+        let Some(src) = &mut self.source else { return Ok(false) };
+        self.buf.clear();
+        self.pos = 0;
+        src.fill(&mut self.buf, BATCH)?;
+        if self.buf.is_empty() {
+            self.source = None;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+}
+
+fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Report> {
+    let slots = cfg.slots()?;
+    let footprint: u64 = slots.iter().map(|s| s.workload.footprint.bytes()).sum();
+    let kinds = tenant_kinds(&slots);
+    let info = MachineInfo {
+        cores: cfg.machine.cores,
+        freq_ghz: cfg.machine.freq_ghz,
+        huge_page_bytes: cfg.machine.page_table.huge_page.bytes(),
+        tier_frames: cfg
+            .machine
+            .tiers
+            .all()
+            .iter()
+            .map(|t| t.capacity.resolve(footprint, cfg.machine.page_table.huge_page.bytes()) >> 12)
+            .collect(),
+        tier_names: cfg.machine.tiers.all().iter().map(|t| t.name.clone()).collect(),
+        footprint_bytes: footprint,
+    };
+    let mut policy = P::new(cfg.policy_config::<P>(name)?, &info)?;
+    let mut machine = Machine::new(&cfg.machine, &kinds, footprint, policy.placement(), policy.fast_tier_unlimited(), opts.verify)?;
+    let mut feeds: Vec<CoreFeed> =
+        (0..cfg.machine.cores).map(|_| CoreFeed { source: None, buf: Vec::with_capacity(BATCH), pos: 0, tenant: 0 }).collect();
+    let mut total_refs = 0u64;
+    for s in &slots {
+        let src = crate::workload::build(&s.workload, s.core as u16, s.tenant)?;
+        total_refs += src.len_hint().unwrap_or(0);
+        feeds[s.core].source = Some(src);
+        feeds[s.core].tenant = s.tenant;
+    }
+    let check = cfg.engine.check_invariants || opts.verify;
+    let epoch = cfg.engine.epoch_cycles;
+    let mut next_epoch = epoch;
+    let mut epochs = Vec::new();
+    let mut last = EpochRecord::default();
+    let mut progress = Progress::new(opts.progress, total_refs);
+    let started = Instant::now();
+    let mut done_refs = 0u64;
+
+    let mut active: Vec<usize> = Vec::new();
+    for (core, f) in feeds.iter_mut().enumerate() {
+        if f.refill()? {
+            active.push(core);
+        }
+    }
+    while !active.is_empty() {
+        // The core furthest behind runs until it passes the next one (or the epoch end).
+        let (i, &core) = active.iter().enumerate().min_by_key(|&(_, &c)| (machine.cores[c].clock, c)).expect("non-empty");
+        let next_other = active.iter().filter(|&&c| c != core).map(|&c| machine.cores[c].clock).min().unwrap_or(u64::MAX);
+        let limit = next_other.min(next_epoch);
+        let feed = &mut feeds[core];
+        let mut exhausted = false;
+        loop {
+            if feed.pos == feed.buf.len() && !feed.refill()? {
+                exhausted = true;
+                break;
+            }
+            let mut a = feed.buf[feed.pos];
+            feed.pos += 1;
+            a.tenant = feed.tenant;
+            let out = machine.access(core, &a, &mut policy);
+            policy.on_reference(&a, &out, &mut Mechanisms::new(&mut machine, core));
+            done_refs += 1;
+            if machine.cores[core].clock >= limit {
+                break;
+            }
+        }
+        if let Some(e) = machine.error.take() {
+            bail!("{e}");
+        }
+        if exhausted {
+            active.swap_remove(i);
+        }
+        loop {
+            let behind = active.iter().map(|&c| (machine.cores[c].clock, c)).min();
+            let Some((_, c)) = behind.filter(|&(clock, _)| clock >= next_epoch) else { break };
+            policy.on_epoch(next_epoch, &mut Mechanisms::new(&mut machine, c));
+            if let Some(e) = machine.error.take() {
+                bail!("{e}");
+            }
+            if check {
+                if let Err(e) = machine.check_invariants() {
+                    bail!("invariant broken at cycle {next_epoch} (policy {name}): {e}");
+                }
+            }
+            epochs.push(EpochRecord::take(&machine, next_epoch, &mut last));
+            next_epoch += epoch;
+        }
+        progress.update(done_refs);
+    }
+    progress.finish();
+    let wall = started.elapsed();
+    if check {
+        if let Err(e) = machine.check_invariants() {
+            bail!("invariant broken at the end of the run (policy {name}): {e}");
+        }
+    }
+    let end = machine.now();
+    if end > last.end_cycle {
+        epochs.push(EpochRecord::take(&machine, end, &mut last));
+    }
+    let mut policy_report = PolicyReport::new();
+    policy.report(&mut policy_report);
+    Ok(Report::build(cfg, name, &slots, &machine, epochs, policy_report, wall, opts.verify))
+}
+
+/// A one-line progress bar on stderr, for runs longer than a second, only when both
+/// stdout and stderr are terminals.
+struct Progress {
+    enabled: bool,
+    total: u64,
+    start: Instant,
+    last_draw: Instant,
+    checks: u32,
+    drawn: bool,
+}
+
+impl Progress {
+    fn new(wanted: bool, total: u64) -> Progress {
+        let now = Instant::now();
+        Progress {
+            enabled: wanted && std::io::stdout().is_terminal() && std::io::stderr().is_terminal(),
+            total,
+            start: now,
+            last_draw: now,
+            checks: 0,
+            drawn: false,
+        }
+    }
+
+    #[inline]
+    fn update(&mut self, done: u64) {
+        if !self.enabled {
+            return;
+        }
+        self.checks += 1;
+        if self.checks % 64 != 0 {
+            return;
+        }
+        let now = Instant::now();
+        if now - self.start < Duration::from_secs(1) || now - self.last_draw < Duration::from_millis(200) {
+            return;
+        }
+        self.last_draw = now;
+        self.drawn = true;
+        let rate = done as f64 / (now - self.start).as_secs_f64();
+        let frac = if self.total > 0 { (done as f64 / self.total as f64).min(1.0) } else { 0.0 };
+        let width = 30;
+        let filled = (frac * width as f64) as usize;
+        let eta = if rate > 0.0 && self.total > done { (self.total - done) as f64 / rate } else { 0.0 };
+        eprint!(
+            "\r[{}{}] {:5.1}%  {:.1} M refs/s  ETA {:.0}s ",
+            "#".repeat(filled),
+            " ".repeat(width - filled),
+            frac * 100.0,
+            rate / 1e6,
+            eta
+        );
+        let _ = std::io::stderr().flush();
+    }
+
+    fn finish(&self) {
+        if self.drawn {
+            eprint!("\r{}\r", " ".repeat(72));
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! tiersim: a fast, trace-driven simulator for hybrid (tiered) main memory.
+//!
+//! Layers, each depending only on those below it:
+//! - [`trace`] / [`workload`]: access records and the sources that produce them;
+//! - [`machine`]: TLBs, page tables, caches, memory tiers, frame allocator;
+//! - [`mechanism`]: what policies may ask of the machine, each with its cost;
+//! - [`policy`]: one file per policy, decisions only;
+//! - [`engine`]: drives references through the machine, epochs, statistics;
+//! - [`report`], [`config`], [`cli`]: output, configuration, command line.
+
+pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod machine;
+pub mod mechanism;
+pub mod policy;
+pub mod report;
+pub mod rng;
+pub mod trace;
+pub mod units;
+pub mod workload;

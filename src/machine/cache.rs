@@ -1,0 +1,303 @@
+//! The cache hierarchy: one or more levels, each private per core or shared,
+//! set-associative with LRU replacement, physically indexed, write-back and
+//! write-allocate.
+//!
+//! Levels are non-inclusive, non-exclusive: a miss fills every level it passed; a
+//! dirty line evicted from level *i* is written into level *i + 1* (allocating there
+//! if absent), and a dirty line evicted from the last level becomes a memory write.
+//! The latency of an access is the load-to-use latency of the level that hits; an
+//! access that misses every level costs the last level's latency plus the memory's.
+
+use super::setassoc::SetAssoc;
+use crate::units::Size;
+use serde::{Deserialize, Serialize};
+
+/// One cache level.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CacheConfig {
+    /// Name shown in reports ("L1", "L2", "LLC").
+    pub name: String,
+    /// Capacity per instance (per core when private).
+    pub size: Size,
+    /// Associativity.
+    pub ways: usize,
+    /// Load-to-use latency of a hit, in core cycles.
+    pub latency_cycles: u64,
+    /// One instance shared by all cores (true) or one per core (false).
+    pub shared: bool,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig { name: "L1".into(), size: Size(64 << 10), ways: 4, latency_cycles: 3, shared: false }
+    }
+}
+
+/// Rainbow's Table IV hierarchy: L1 64 KiB 4-way 3 cycles, L2 256 KiB 8-way 10 cycles
+/// (both private), L3 8 MiB 16-way 34 cycles shared.
+pub fn default_hierarchy() -> Vec<CacheConfig> {
+    vec![
+        CacheConfig { name: "L1".into(), size: Size(64 << 10), ways: 4, latency_cycles: 3, shared: false },
+        CacheConfig { name: "L2".into(), size: Size(256 << 10), ways: 8, latency_cycles: 10, shared: false },
+        CacheConfig { name: "L3".into(), size: Size(8 << 20), ways: 16, latency_cycles: 34, shared: true },
+    ]
+}
+
+pub const LINE_SHIFT: u32 = 6;
+pub const LINE_BYTES: u64 = 1 << LINE_SHIFT;
+
+impl CacheConfig {
+    pub fn validate(&self, index: usize) -> anyhow::Result<()> {
+        let lines = self.size.bytes() / LINE_BYTES;
+        if self.ways == 0 || lines == 0 || lines % self.ways as u64 != 0 || !(lines / self.ways as u64).is_power_of_two() {
+            anyhow::bail!(
+                "machine.caches[{index}] ({}): size {} with {} ways must give a power-of-two number of 64-byte sets",
+                self.name,
+                self.size,
+                self.ways
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Hit and miss counts of one level, summed over its instances.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CacheStats {
+    pub name: String,
+    pub hits: u64,
+    pub misses: u64,
+    pub writebacks: u64,
+}
+
+struct Level {
+    latency: u64,
+    shared: bool,
+    instances: Vec<SetAssoc>,
+    hits: u64,
+    misses: u64,
+    writebacks: u64,
+}
+
+impl Level {
+    #[inline]
+    fn array(&mut self, core: usize) -> &mut SetAssoc {
+        let i = if self.shared { 0 } else { core };
+        &mut self.instances[i]
+    }
+}
+
+/// All cache levels of the machine.
+pub struct Caches {
+    levels: Vec<Level>,
+    names: Vec<String>,
+}
+
+// Keys are line numbers + 1 (0 marks an empty way); values are the dirty flag.
+#[inline]
+fn key(line: u64) -> u64 {
+    line + 1
+}
+
+impl Caches {
+    pub fn new(configs: &[CacheConfig], cores: usize) -> Caches {
+        let levels = configs
+            .iter()
+            .map(|c| {
+                let ways = c.ways;
+                let sets = (c.size.bytes() / LINE_BYTES) as usize / ways;
+                let n = if c.shared { 1 } else { cores };
+                Level {
+                    latency: c.latency_cycles,
+                    shared: c.shared,
+                    instances: (0..n).map(|_| SetAssoc::new(sets, ways)).collect(),
+                    hits: 0,
+                    misses: 0,
+                    writebacks: 0,
+                }
+            })
+            .collect();
+        Caches { levels, names: configs.iter().map(|c| c.name.clone()).collect() }
+    }
+
+    pub fn depth(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Latency of a hit in the first level (part of the base CPI).
+    pub fn l1_latency(&self) -> u64 {
+        self.levels.first().map_or(0, |l| l.latency)
+    }
+
+    /// Latency of the last level, paid before a memory access.
+    pub fn llc_latency(&self) -> u64 {
+        self.levels.last().map_or(0, |l| l.latency)
+    }
+
+    /// Accesses the line holding physical address `paddr` from `core`. Returns the
+    /// level that hit (`depth()` when every level missed) and that level's latency;
+    /// `memory_write(line)` is called for every dirty line leaving the last level.
+    #[inline]
+    pub fn access(&mut self, core: usize, paddr: u64, write: bool, memory_write: &mut impl FnMut(u64)) -> (usize, u64) {
+        let line = paddr >> LINE_SHIFT;
+        let depth = self.levels.len();
+        let mut hit_level = depth;
+        for (i, level) in self.levels.iter_mut().enumerate() {
+            if let Some(dirty) = level.array(core).lookup(key(line), line) {
+                if write && i == 0 {
+                    *dirty = 1;
+                }
+                level.hits += 1;
+                hit_level = i;
+                break;
+            }
+            level.misses += 1;
+        }
+        // Fill the levels above the hit, most distant first; the line is dirty only in
+        // the first level (a write hit below the first level moves the data up).
+        for i in (0..hit_level).rev() {
+            let dirty = (write && i == 0) as u64;
+            self.install(core, i, line, dirty, memory_write);
+        }
+        let latency = if hit_level < depth { self.levels[hit_level].latency } else { self.llc_latency() };
+        (hit_level, latency)
+    }
+
+    /// Puts `line` into level `i` with the given dirty flag, pushing a dirty victim one
+    /// level down (or to memory from the last level).
+    #[inline]
+    fn install(&mut self, core: usize, i: usize, line: u64, dirty: u64, memory_write: &mut impl FnMut(u64)) {
+        let victim = self.levels[i].array(core).insert(key(line), dirty, line);
+        if let Some((k, 1)) = victim {
+            self.levels[i].writebacks += 1;
+            self.write_back(core, i + 1, k - 1, memory_write);
+        }
+    }
+
+    /// Writes a dirty `line` into level `i` (or memory past the last level).
+    fn write_back(&mut self, core: usize, i: usize, line: u64, memory_write: &mut impl FnMut(u64)) {
+        if i == self.levels.len() {
+            memory_write(line);
+            return;
+        }
+        if let Some(d) = self.levels[i].array(core).lookup(key(line), line) {
+            *d = 1;
+            return;
+        }
+        self.install(core, i, line, 1, memory_write);
+    }
+
+    /// Removes every line of the physical range [`paddr`, `paddr + bytes`) from every
+    /// level and core (clflush); returns (lines flushed, dirty lines written back). A
+    /// line dirty in several levels is written back once.
+    pub fn flush_range(&mut self, paddr: u64, bytes: u64, memory_write: &mut impl FnMut(u64)) -> (u64, u64) {
+        let first = paddr >> LINE_SHIFT;
+        let last = (paddr + bytes).div_ceil(LINE_BYTES);
+        let mut dirty_lines = 0;
+        for line in first..last {
+            let mut dirty = false;
+            for level in &mut self.levels {
+                for arr in &mut level.instances {
+                    if let Some(d) = arr.remove(key(line), line) {
+                        dirty |= d == 1;
+                    }
+                }
+            }
+            if dirty {
+                dirty_lines += 1;
+                memory_write(line);
+            }
+        }
+        (last - first, dirty_lines)
+    }
+
+    /// Whether any level of any core holds a line of the physical range.
+    pub fn holds_any(&self, paddr: u64, bytes: u64) -> bool {
+        let first = paddr >> LINE_SHIFT;
+        let last = (paddr + bytes).div_ceil(LINE_BYTES);
+        (first..last).any(|line| {
+            self.levels.iter().any(|l| l.instances.iter().any(|a| a.peek(key(line), line).is_some()))
+        })
+    }
+
+    pub fn stats(&self) -> Vec<CacheStats> {
+        self.levels
+            .iter()
+            .zip(&self.names)
+            .map(|(l, n)| CacheStats { name: n.clone(), hits: l.hits, misses: l.misses, writebacks: l.writebacks })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_level() -> Vec<CacheConfig> {
+        // L1: 2 lines (1 set × 2 ways); L2: 4 lines (1 set × 4 ways), shared.
+        vec![
+            CacheConfig { name: "L1".into(), size: Size(128), ways: 2, latency_cycles: 2, shared: false },
+            CacheConfig { name: "L2".into(), size: Size(256), ways: 4, latency_cycles: 10, shared: true },
+        ]
+    }
+
+    #[test]
+    fn hits_and_misses_of_a_short_sequence() {
+        let mut c = Caches::new(&two_level(), 1);
+        let mut mem = Vec::new();
+        let mut w = |l| mem.push(l);
+        // Lines A=0, B=1, C=2 (addresses 0, 64, 128).
+        assert_eq!(c.access(0, 0, false, &mut w), (2, 10)); // A: miss both → memory
+        assert_eq!(c.access(0, 64, false, &mut w), (2, 10)); // B: miss both
+        assert_eq!(c.access(0, 0, false, &mut w), (0, 2)); // A: L1 hit
+        assert_eq!(c.access(0, 128, false, &mut w), (2, 10)); // C: evicts B from L1 (LRU)
+        assert_eq!(c.access(0, 64, false, &mut w), (1, 10)); // B: L1 miss, L2 hit
+        let s = c.stats();
+        assert_eq!((s[0].hits, s[0].misses), (1, 4));
+        assert_eq!((s[1].hits, s[1].misses), (1, 3));
+        assert!(mem.is_empty(), "nothing was dirty");
+    }
+
+    #[test]
+    fn dirty_lines_write_back_level_by_level() {
+        let mut c = Caches::new(&two_level(), 1);
+        let mut mem = Vec::new();
+        {
+            let mut w = |l| mem.push(l);
+            c.access(0, 0, true, &mut w); // A dirty in L1
+            c.access(0, 64, false, &mut w); // B
+            c.access(0, 128, false, &mut w); // C evicts dirty A from L1 → written into L2
+        }
+        assert!(mem.is_empty(), "A went to L2, not memory");
+        {
+            // Five more distinct lines push A out of the 4-way L2 → one memory write of line 0.
+            let mut w = |l| mem.push(l);
+            for line in 3..8 {
+                c.access(0, line * 64, false, &mut w);
+            }
+        }
+        assert_eq!(mem, vec![0]);
+    }
+
+    #[test]
+    fn flush_writes_back_dirty_lines_once_and_removes_all_copies() {
+        let mut c = Caches::new(&two_level(), 2);
+        let mut mem = Vec::new();
+        let mut w = |l| mem.push(l);
+        c.access(0, 4096, true, &mut w); // dirty in core 0's L1, clean copy in L2
+        c.access(1, 4096 + 64, false, &mut w);
+        assert_eq!(c.flush_range(4096, 4096, &mut w), (64, 1));
+        assert_eq!(mem, vec![4096 / 64]);
+        assert!(!c.holds_any(4096, 4096));
+    }
+
+    #[test]
+    fn private_levels_are_per_core() {
+        let mut c = Caches::new(&two_level(), 2);
+        let mut w = |_| {};
+        c.access(0, 0, false, &mut w);
+        // Core 1 misses its own L1 but hits the shared L2.
+        assert_eq!(c.access(1, 0, false, &mut w), (1, 10));
+    }
+}

@@ -1,0 +1,73 @@
+//! Costs of the operating-system and hardware mechanisms that policies invoke.
+//! Each mechanism charges these on top of the memory traffic it generates (copies,
+//! write-backs, page-table references), which the tiers time and count themselves.
+
+use serde::{Deserialize, Serialize};
+
+/// Fixed costs of mechanisms, in the units their names say.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CostConfig {
+    /// Cycles the initiating core spends on a TLB shootdown of one page (local
+    /// invalidation and IPI round trip). SpAR Table 2: light-weight TLB invalidation,
+    /// 300 cycles.
+    pub shootdown_cycles: u64,
+    /// Cycles every other core loses handling the shootdown IPI (same source as above).
+    pub shootdown_remote_cycles: u64,
+    /// Cycles per cache line flushed with clflush (an assumption: no paper gives it;
+    /// Rainbow §III-F models clflush without stating its latency). Dirty lines also
+    /// cost their write-back to memory.
+    pub clflush_cycles_per_line: u64,
+    /// Software work of migrating one page apart from the copy (unmap, rmap walk,
+    /// locking, remap), in ns. memos §5 measures ≈3 µs for a 4 KiB CPU migration; with
+    /// the copy itself timed by the tiers (≈0.4–1 µs), 2 µs remain for software.
+    pub migrate_software_ns: f64,
+    /// Software work of splitting a huge page into base pages (besides writing the new
+    /// page-table node, which goes through the caches), in ns (assumption).
+    pub split_ns: f64,
+    /// Software work of collapsing base pages into a huge page (besides copies), in ns
+    /// (assumption, khugepaged-like).
+    pub merge_ns: f64,
+    /// Cycles per page-table entry examined by an Accessed/Dirty-bit scan, besides the
+    /// reference to the entry itself (assumption).
+    pub scan_pte_cycles: u64,
+    /// Latency of the fault taken on a TLB miss to a poisoned page, in ns. Thermostat
+    /// §4 (BadgerTrap in the guest): ≈1 µs.
+    pub poison_fault_ns: f64,
+    /// Latency of the minor fault that maps a page on first touch, in ns. 0 by default:
+    /// a trace is usually a window of a longer run, and every policy would pay the same.
+    pub page_fault_ns: f64,
+}
+
+impl Default for CostConfig {
+    fn default() -> Self {
+        CostConfig {
+            shootdown_cycles: 300,
+            shootdown_remote_cycles: 300,
+            clflush_cycles_per_line: 8,
+            migrate_software_ns: 2000.0,
+            split_ns: 1000.0,
+            merge_ns: 1000.0,
+            scan_pte_cycles: 20,
+            poison_fault_ns: 1000.0,
+            page_fault_ns: 0.0,
+        }
+    }
+}
+
+impl CostConfig {
+    pub fn validate(&self) -> anyhow::Result<()> {
+        for (name, v) in [
+            ("migrate_software_ns", self.migrate_software_ns),
+            ("split_ns", self.split_ns),
+            ("merge_ns", self.merge_ns),
+            ("poison_fault_ns", self.poison_fault_ns),
+            ("page_fault_ns", self.page_fault_ns),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                anyhow::bail!("machine.costs.{name}: must be a non-negative number, got {v}");
+            }
+        }
+        Ok(())
+    }
+}

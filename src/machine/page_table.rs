@@ -1,0 +1,391 @@
+//! A radix page table per address space, laid out like x86-64's so that a walk makes
+//! one memory reference per level to a real physical address (the entry's place in
+//! a page-table frame), which then goes through the caches.
+//!
+//! Geometry: level 1 (the leaf level of base pages) indexes bits `12..huge_shift`,
+//! level 2 (where huge pages are leaves) the next 9 bits, and so on; the top level
+//! takes every remaining bit of the virtual address space (48 bits with 4 levels, 57
+//! with 5). With 2 MiB huge pages this is exactly x86-64: 4 references for a 4 KiB
+//! page, 3 for a 2 MiB page. With 512 KiB huge pages level 1 has 128 entries and the
+//! top level 2048.
+//!
+//! Nodes live in one `Vec<u64>` in chunks of 512 entries (4 KiB, one frame each), so
+//! a leaf costs 8 bytes of host memory per mapped base page.
+
+/// Entry bit: the entry is valid.
+pub const PRESENT: u64 = 1;
+/// Entry bit: the page was accessed since the bit was last cleared.
+pub const ACCESSED: u64 = 2;
+/// Entry bit: the page was written since the bit was last cleared.
+pub const DIRTY: u64 = 4;
+/// Entry bit: the next TLB miss to this page raises a fault (BadgerTrap-style poisoning).
+pub const POISONED: u64 = 8;
+/// Entry bit: a leaf at level 2 mapping a huge page.
+pub const HUGE: u64 = 16;
+const FLAG_MASK: u64 = (1 << 12) - 1;
+const CHUNK: usize = 512;
+
+/// The physical addresses of the entries one walk read, top level first.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WalkPath {
+    pub addrs: [u64; 5],
+    pub len: usize,
+}
+
+impl WalkPath {
+    #[inline]
+    fn push(&mut self, addr: u64) {
+        self.addrs[self.len] = addr;
+        self.len += 1;
+    }
+
+    pub fn as_slice(&self) -> &[u64] {
+        &self.addrs[..self.len]
+    }
+}
+
+/// A leaf found by a walk: its index in the entry store and its page size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Leaf {
+    pub slot: usize,
+    pub huge: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct PageTable {
+    entries: Vec<u64>,
+    /// Frame number holding each 512-entry chunk.
+    chunk_frame: Vec<u64>,
+    free_chunks: Vec<u32>,
+    levels: u32,
+    huge_shift: u32,
+    va_bits: u32,
+    root_chunks: usize,
+    /// Number of page-table frames in use (nodes × chunks).
+    frames_in_use: u64,
+}
+
+/// A page-table frame allocator: returns a frame number or `None` when memory is full.
+pub trait NodeFrames {
+    fn alloc_node_frame(&mut self) -> Option<u64>;
+    fn free_node_frame(&mut self, frame: u64);
+}
+
+impl PageTable {
+    /// Creates an empty table with `levels` levels (4 or 5) and huge pages of
+    /// `1 << huge_shift` bytes; the root's frames come from `frames`.
+    pub fn new(levels: u32, huge_shift: u32, frames: &mut impl NodeFrames) -> Option<PageTable> {
+        let va_bits = if levels == 5 { 57 } else { 48 };
+        let mut pt = PageTable {
+            entries: Vec::new(),
+            chunk_frame: Vec::new(),
+            free_chunks: Vec::new(),
+            levels,
+            huge_shift,
+            va_bits,
+            root_chunks: 0,
+            frames_in_use: 0,
+        };
+        let top_entries = 1usize << pt.bits(levels);
+        pt.root_chunks = top_entries.div_ceil(CHUNK);
+        for _ in 0..pt.root_chunks {
+            pt.new_chunk(frames)?;
+        }
+        Some(pt)
+    }
+
+    pub fn va_bits(&self) -> u32 {
+        self.va_bits
+    }
+
+    pub fn huge_shift(&self) -> u32 {
+        self.huge_shift
+    }
+
+    pub fn frames_in_use(&self) -> u64 {
+        self.frames_in_use
+    }
+
+    /// Lowest virtual-address bit indexed by `level` (1 = leaf level of base pages).
+    #[inline]
+    fn shift(&self, level: u32) -> u32 {
+        if level == 1 {
+            12
+        } else {
+            self.huge_shift + 9 * (level - 2)
+        }
+    }
+
+    /// Index bits of `level`.
+    #[inline]
+    fn bits(&self, level: u32) -> u32 {
+        if level == self.levels {
+            self.va_bits - self.shift(level)
+        } else if level == 1 {
+            self.huge_shift - 12
+        } else {
+            9
+        }
+    }
+
+    #[inline]
+    fn index(&self, va: u64, level: u32) -> usize {
+        ((va >> self.shift(level)) & ((1 << self.bits(level)) - 1)) as usize
+    }
+
+    /// Physical address of the entry at `slot`.
+    #[inline]
+    pub fn entry_paddr(&self, slot: usize) -> u64 {
+        self.chunk_frame[slot / CHUNK] << 12 | ((slot % CHUNK) as u64) << 3
+    }
+
+    fn new_chunk(&mut self, frames: &mut impl NodeFrames) -> Option<usize> {
+        let frame = frames.alloc_node_frame()?;
+        self.frames_in_use += 1;
+        if let Some(c) = self.free_chunks.pop() {
+            self.chunk_frame[c as usize] = frame;
+            self.entries[c as usize * CHUNK..][..CHUNK].fill(0);
+            return Some(c as usize);
+        }
+        self.chunk_frame.push(frame);
+        self.entries.resize(self.entries.len() + CHUNK, 0);
+        Some(self.chunk_frame.len() - 1)
+    }
+
+    fn free_chunk(&mut self, chunk: usize, frames: &mut impl NodeFrames) {
+        frames.free_node_frame(self.chunk_frame[chunk]);
+        self.frames_in_use -= 1;
+        self.free_chunks.push(chunk as u32);
+    }
+
+    /// Walks to the leaf mapping `va`, recording the physical address of every entry
+    /// read in `path` (when given). Returns the leaf if the page is mapped.
+    #[inline]
+    pub fn walk(&self, va: u64, mut path: Option<&mut WalkPath>) -> Option<Leaf> {
+        let mut base = 0usize; // the root occupies the first chunks
+        let mut level = self.levels;
+        loop {
+            let slot = base + self.index(va, level);
+            if let Some(p) = path.as_deref_mut() {
+                p.push(self.entry_paddr(slot));
+            }
+            let e = self.entries[slot];
+            if e & PRESENT == 0 {
+                return None;
+            }
+            if level == 1 || e & HUGE != 0 {
+                return Some(Leaf { slot, huge: e & HUGE != 0 });
+            }
+            base = (e >> 12) as usize * CHUNK;
+            level -= 1;
+        }
+    }
+
+    /// The slot of the level-`stop` entry covering `va`, creating missing nodes above it.
+    fn slot_at(&mut self, va: u64, stop: u32, frames: &mut impl NodeFrames) -> Option<usize> {
+        let mut base = 0usize;
+        let mut level = self.levels;
+        loop {
+            let slot = base + self.index(va, level);
+            if level == stop {
+                return Some(slot);
+            }
+            let e = self.entries[slot];
+            debug_assert!(e & HUGE == 0, "descending through a huge leaf");
+            let child = if e & PRESENT == 0 {
+                let c = self.new_chunk(frames)?;
+                self.entries[slot] = (c as u64) << 12 | PRESENT;
+                c
+            } else {
+                (e >> 12) as usize
+            };
+            base = child * CHUNK;
+            level -= 1;
+        }
+    }
+
+    /// Maps the page holding `va` (a base page, or the huge page when `huge`) to frame
+    /// `pfn` with the given extra flag bits. Returns the leaf slot, or `None` when no
+    /// frame is left for a new node. The page must not be mapped.
+    pub fn map(&mut self, va: u64, pfn: u64, huge: bool, flags: u64, frames: &mut impl NodeFrames) -> Option<usize> {
+        let slot = self.slot_at(va, if huge { 2 } else { 1 }, frames)?;
+        debug_assert!(self.entries[slot] & PRESENT == 0, "mapping over a present entry");
+        self.entries[slot] = pfn << 12 | PRESENT | if huge { HUGE } else { 0 } | (flags & FLAG_MASK);
+        Some(slot)
+    }
+
+    /// The entry word at `slot`.
+    #[inline]
+    pub fn entry(&self, slot: usize) -> u64 {
+        self.entries[slot]
+    }
+
+    #[inline]
+    pub fn entry_mut(&mut self, slot: usize) -> &mut u64 {
+        &mut self.entries[slot]
+    }
+
+    /// Removes the leaf at `slot`; returns its old entry.
+    pub fn unmap(&mut self, slot: usize) -> u64 {
+        std::mem::take(&mut self.entries[slot])
+    }
+
+    /// Replaces the huge leaf covering `va` by a level-1 node of base-page leaves that
+    /// map the same frames with the same flags. Returns the new node's first slot, or
+    /// `None` when no frame is left for the node.
+    pub fn split(&mut self, va: u64, frames: &mut impl NodeFrames) -> Option<usize> {
+        let slot = self.walk(va, None).filter(|l| l.huge)?.slot;
+        let e = self.entries[slot];
+        let chunk = self.new_chunk(frames)?;
+        let base_pfn = e >> 12;
+        let flags = e & FLAG_MASK & !HUGE;
+        let n = 1usize << (self.huge_shift - 12);
+        for i in 0..n {
+            self.entries[chunk * CHUNK + i] = (base_pfn + i as u64) << 12 | flags;
+        }
+        self.entries[slot] = (chunk as u64) << 12 | PRESENT;
+        Some(chunk * CHUNK)
+    }
+
+    /// The level-1 node under the huge-page-sized region holding `va`, if the region is
+    /// mapped with base pages: (slot of the level-2 entry, first leaf slot).
+    pub fn small_node(&self, va: u64) -> Option<(usize, usize)> {
+        let mut base = 0usize;
+        let mut level = self.levels;
+        while level > 2 {
+            let e = self.entries[base + self.index(va, level)];
+            if e & PRESENT == 0 {
+                return None;
+            }
+            base = (e >> 12) as usize * CHUNK;
+            level -= 1;
+        }
+        let slot = base + self.index(va, 2);
+        let e = self.entries[slot];
+        (e & PRESENT != 0 && e & HUGE == 0).then(|| (slot, (e >> 12) as usize * CHUNK))
+    }
+
+    /// Replaces the level-1 node under the region holding `va` by one huge leaf
+    /// mapping `huge_pfn` with `flags`, freeing the node's frame. The caller has
+    /// already moved the data.
+    pub fn merge(&mut self, va: u64, huge_pfn: u64, flags: u64, frames: &mut impl NodeFrames) {
+        let (slot, first) = self.small_node(va).expect("merge of a region without a base-page node");
+        self.free_chunk(first / CHUNK, frames);
+        self.entries[slot] = huge_pfn << 12 | PRESENT | HUGE | (flags & FLAG_MASK);
+    }
+
+    /// Calls `f(va, slot)` for every present leaf whose page starts in [`start`, `end`),
+    /// in address order.
+    pub fn for_each_leaf(&self, start: u64, end: u64, f: &mut impl FnMut(u64, usize)) {
+        self.visit(0, self.levels, 0, start, end, f);
+    }
+
+    fn visit(&self, base: usize, level: u32, va_base: u64, start: u64, end: u64, f: &mut impl FnMut(u64, usize)) {
+        let shift = self.shift(level);
+        let span = 1u64 << shift;
+        let n = 1usize << self.bits(level);
+        for i in 0..n {
+            let va = va_base + (i as u64) * span;
+            if va >= end {
+                break;
+            }
+            if va + span <= start {
+                continue;
+            }
+            let slot = base + i;
+            let e = self.entries[slot];
+            if e & PRESENT == 0 {
+                continue;
+            }
+            if level == 1 || e & HUGE != 0 {
+                if va >= start {
+                    f(va, slot);
+                }
+            } else {
+                self.visit((e >> 12) as usize * CHUNK, level - 1, va, start, end, f);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hands out frames 1000, 1001, … and records frees.
+    struct Frames {
+        next: u64,
+        freed: Vec<u64>,
+    }
+    impl NodeFrames for Frames {
+        fn alloc_node_frame(&mut self) -> Option<u64> {
+            self.next += 1;
+            Some(self.next - 1)
+        }
+        fn free_node_frame(&mut self, frame: u64) {
+            self.freed.push(frame);
+        }
+    }
+
+    #[test]
+    fn four_level_walk_reads_one_entry_per_level() {
+        let mut fr = Frames { next: 1000, freed: vec![] };
+        let mut pt = PageTable::new(4, 21, &mut fr).unwrap();
+        // Root got frame 1000. va = PML4 index 1, PDPT 2, PD 3, PT 4, offset 0x10.
+        let va: u64 = 1 << 39 | 2 << 30 | 3 << 21 | 4 << 12 | 0x10;
+        pt.map(va, 77, false, 0, &mut fr).unwrap();
+        // Three new nodes: PDPT=1001, PD=1002, PT=1003.
+        let mut path = WalkPath::default();
+        let leaf = pt.walk(va, Some(&mut path)).unwrap();
+        assert!(!leaf.huge);
+        assert_eq!(pt.entry(leaf.slot) >> 12, 77);
+        assert_eq!(path.as_slice(), &[1000 << 12 | 8, 1001 << 12 | 16, 1002 << 12 | 24, 1003 << 12 | 32]);
+        assert_eq!(pt.frames_in_use(), 4);
+    }
+
+    #[test]
+    fn huge_pages_walk_three_levels_and_split_and_merge() {
+        let mut fr = Frames { next: 0, freed: vec![] };
+        let mut pt = PageTable::new(4, 21, &mut fr).unwrap();
+        let va = 5u64 << 21;
+        pt.map(va, 512, true, ACCESSED, &mut fr).unwrap();
+        let mut path = WalkPath::default();
+        let leaf = pt.walk(va + 0x1234, Some(&mut path)).unwrap();
+        assert!(leaf.huge);
+        assert_eq!(path.len, 3);
+        // Split: the 4 KiB page at offset 3 maps frame 512 + 3 and keeps the accessed bit.
+        pt.split(va, &mut fr).unwrap();
+        let leaf = pt.walk(va + 3 * 4096, None).unwrap();
+        assert!(!leaf.huge);
+        assert_eq!(pt.entry(leaf.slot) >> 12, 515);
+        assert!(pt.entry(leaf.slot) & ACCESSED != 0);
+        let mut count = 0;
+        pt.for_each_leaf(va, va + (2 << 20), &mut |_, _| count += 1);
+        assert_eq!(count, 512);
+        // Merge back to a huge page at another frame: the level-1 node's frame is freed.
+        let node_frames = pt.frames_in_use();
+        pt.merge(va, 4096, 0, &mut fr);
+        assert_eq!(pt.frames_in_use(), node_frames - 1);
+        assert_eq!(fr.freed.len(), 1);
+        assert_eq!(pt.entry(pt.walk(va, None).unwrap().slot) >> 12, 4096);
+    }
+
+    #[test]
+    fn geometry_with_512k_huge_pages_and_five_levels() {
+        let mut fr = Frames { next: 0, freed: vec![] };
+        // 512 KiB pages: level 1 has 2^7 entries, the top level of 4 levels 2^11 (4 chunks).
+        let mut pt = PageTable::new(4, 19, &mut fr).unwrap();
+        assert_eq!(pt.frames_in_use(), 4);
+        let va = (1u64 << 47) - (512 << 10);
+        pt.map(va, 128, true, 0, &mut fr).unwrap();
+        let mut path = WalkPath::default();
+        assert!(pt.walk(va, Some(&mut path)).unwrap().huge);
+        assert_eq!(path.len, 3);
+        let mut pt5 = PageTable::new(5, 21, &mut fr).unwrap();
+        let va = (1u64 << 56) + 4096;
+        pt5.map(va, 9, false, 0, &mut fr).unwrap();
+        let mut path = WalkPath::default();
+        pt5.walk(va, Some(&mut path)).unwrap();
+        assert_eq!(path.len, 5);
+    }
+}

@@ -1,0 +1,293 @@
+//! Per-core translation look-aside buffers: split L1 TLBs for base (4 KiB) and huge
+//! pages, and an L2 TLB that is either split the same way or unified.
+//!
+//! Entries are keyed by tenant and virtual page number at the entry's page size and
+//! hold the physical frame number of the page's first 4 KiB frame plus a dirty flag
+//! (a store through a clean entry must set the PTE's dirty bit, as x86 does).
+
+use super::setassoc::SetAssoc;
+use serde::{Deserialize, Serialize};
+
+/// TLB geometry and latencies. Defaults are Rainbow's Table IV (§IV-A): L1 TLB 32 + 32
+/// entries 4-way 1 cycle, L2 TLB 512 + 512 entries 8-way 8 cycles.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlbConfig {
+    /// Entries of the L1 TLB for 4 KiB pages.
+    pub l1_small_entries: usize,
+    /// Associativity of the L1 TLB for 4 KiB pages.
+    pub l1_small_ways: usize,
+    /// Entries of the L1 TLB for huge pages.
+    pub l1_huge_entries: usize,
+    /// Associativity of the L1 TLB for huge pages.
+    pub l1_huge_ways: usize,
+    /// Cycles of an L1 TLB hit (counted as part of the base CPI, reported only).
+    pub l1_latency_cycles: u64,
+    /// Split L2 TLB (separate arrays per page size) or one unified array.
+    pub l2_split: bool,
+    /// Entries of the L2 TLB for 4 KiB pages (of the unified L2 TLB when not split).
+    pub l2_small_entries: usize,
+    /// Associativity of the L2 TLB for 4 KiB pages (of the unified L2 TLB when not split).
+    pub l2_small_ways: usize,
+    /// Entries of the L2 TLB for huge pages (ignored when unified).
+    pub l2_huge_entries: usize,
+    /// Associativity of the L2 TLB for huge pages (ignored when unified).
+    pub l2_huge_ways: usize,
+    /// Extra cycles of a translation that misses L1 and hits L2.
+    pub l2_latency_cycles: u64,
+}
+
+impl Default for TlbConfig {
+    fn default() -> Self {
+        TlbConfig {
+            l1_small_entries: 32,
+            l1_small_ways: 4,
+            l1_huge_entries: 32,
+            l1_huge_ways: 4,
+            l1_latency_cycles: 1,
+            l2_split: true,
+            l2_small_entries: 512,
+            l2_small_ways: 8,
+            l2_huge_entries: 512,
+            l2_huge_ways: 8,
+            l2_latency_cycles: 8,
+        }
+    }
+}
+
+impl TlbConfig {
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let mut arrays = vec![
+            ("l1_small", self.l1_small_entries, self.l1_small_ways),
+            ("l1_huge", self.l1_huge_entries, self.l1_huge_ways),
+            ("l2_small", self.l2_small_entries, self.l2_small_ways),
+        ];
+        if self.l2_split {
+            arrays.push(("l2_huge", self.l2_huge_entries, self.l2_huge_ways));
+        }
+        for (name, entries, ways) in arrays {
+            if ways == 0 || entries == 0 || entries % ways != 0 || !(entries / ways).is_power_of_two() {
+                anyhow::bail!(
+                    "machine.tlb.{name}_entries / {name}_ways: entries ({entries}) must be a non-zero multiple of ways ({ways}) giving a power-of-two number of sets"
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a translation was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlbHit {
+    L1,
+    L2,
+}
+
+/// A cached translation: the frame of the page's first 4 KiB and the page size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TlbEntry {
+    pub base_pfn: u64,
+    pub huge: bool,
+    pub dirty: bool,
+}
+
+const VALID: u64 = 1 << 63;
+const HUGE_KEY: u64 = 1 << 62;
+
+#[inline]
+fn key(tenant: u16, vpn: u64, huge: bool) -> u64 {
+    VALID | if huge { HUGE_KEY } else { 0 } | (tenant as u64) << 46 | vpn
+}
+
+#[inline]
+fn value(base_pfn: u64, dirty: bool) -> u64 {
+    base_pfn << 1 | dirty as u64
+}
+
+/// The TLBs of one core.
+#[derive(Clone, Debug)]
+pub struct Tlb {
+    huge_shift: u32,
+    l1_small: SetAssoc,
+    l1_huge: SetAssoc,
+    l2_small: SetAssoc,
+    /// `None` when the L2 TLB is unified (then `l2_small` holds both sizes).
+    l2_huge: Option<SetAssoc>,
+}
+
+impl Tlb {
+    /// Builds empty TLBs; `huge_shift` is log2 of the huge-page size.
+    pub fn new(cfg: &TlbConfig, huge_shift: u32) -> Tlb {
+        let arr = |entries: usize, ways: usize| SetAssoc::new(entries / ways, ways);
+        Tlb {
+            huge_shift,
+            l1_small: arr(cfg.l1_small_entries, cfg.l1_small_ways),
+            l1_huge: arr(cfg.l1_huge_entries, cfg.l1_huge_ways),
+            l2_small: arr(cfg.l2_small_entries, cfg.l2_small_ways),
+            l2_huge: cfg.l2_split.then(|| arr(cfg.l2_huge_entries, cfg.l2_huge_ways)),
+        }
+    }
+
+    #[inline]
+    fn l2_for(&mut self, huge: bool) -> &mut SetAssoc {
+        match (&mut self.l2_huge, huge) {
+            (Some(h), true) => h,
+            _ => &mut self.l2_small,
+        }
+    }
+
+    /// Looks up the translation of `vaddr`, probing both page sizes at each level as
+    /// split hardware does in parallel. An L2 hit refills the L1 of its size.
+    #[inline]
+    pub fn lookup(&mut self, tenant: u16, vaddr: u64) -> Option<(TlbHit, TlbEntry)> {
+        let small = vaddr >> 12;
+        let huge = vaddr >> self.huge_shift;
+        if let Some(v) = self.l1_small.lookup(key(tenant, small, false), small) {
+            return Some((TlbHit::L1, TlbEntry { base_pfn: *v >> 1, huge: false, dirty: *v & 1 != 0 }));
+        }
+        if let Some(v) = self.l1_huge.lookup(key(tenant, huge, true), huge) {
+            return Some((TlbHit::L1, TlbEntry { base_pfn: *v >> 1, huge: true, dirty: *v & 1 != 0 }));
+        }
+        for is_huge in [false, true] {
+            let vpn = if is_huge { huge } else { small };
+            if let Some(v) = self.l2_for(is_huge).lookup(key(tenant, vpn, is_huge), vpn).copied() {
+                let l1 = if is_huge { &mut self.l1_huge } else { &mut self.l1_small };
+                l1.insert(key(tenant, vpn, is_huge), v, vpn);
+                return Some((TlbHit::L2, TlbEntry { base_pfn: v >> 1, huge: is_huge, dirty: v & 1 != 0 }));
+            }
+        }
+        None
+    }
+
+    /// Installs a translation in the L1 and L2 TLBs of its size (after a walk).
+    #[inline]
+    pub fn fill(&mut self, tenant: u16, vaddr: u64, entry: TlbEntry) {
+        let vpn = if entry.huge { vaddr >> self.huge_shift } else { vaddr >> 12 };
+        let k = key(tenant, vpn, entry.huge);
+        let v = value(entry.base_pfn, entry.dirty);
+        let l1 = if entry.huge { &mut self.l1_huge } else { &mut self.l1_small };
+        l1.remove(k, vpn);
+        l1.insert(k, v, vpn);
+        let l2 = self.l2_for(entry.huge);
+        l2.remove(k, vpn);
+        l2.insert(k, v, vpn);
+    }
+
+    /// Marks the cached translation of `vaddr` dirty in every array that holds it.
+    #[inline]
+    pub fn set_dirty(&mut self, tenant: u16, vaddr: u64, huge: bool) {
+        let vpn = if huge { vaddr >> self.huge_shift } else { vaddr >> 12 };
+        let k = key(tenant, vpn, huge);
+        let l1 = if huge { &mut self.l1_huge } else { &mut self.l1_small };
+        if let Some(v) = l1.lookup(k, vpn) {
+            *v |= 1;
+        }
+        if let Some(v) = self.l2_for(huge).lookup(k, vpn) {
+            *v |= 1;
+        }
+    }
+
+    /// Invalidates the translation of the page holding `vaddr` (of the given size);
+    /// returns whether any array held it.
+    pub fn invalidate(&mut self, tenant: u16, vaddr: u64, huge: bool) -> bool {
+        let vpn = if huge { vaddr >> self.huge_shift } else { vaddr >> 12 };
+        let k = key(tenant, vpn, huge);
+        let l1 = if huge { &mut self.l1_huge } else { &mut self.l1_small };
+        let a = l1.remove(k, vpn).is_some();
+        let b = self.l2_for(huge).remove(k, vpn).is_some();
+        a | b
+    }
+
+    /// Drops every translation of `tenant`.
+    pub fn flush_tenant(&mut self, tenant: u16) {
+        let mine = |k: u64, _| (k >> 46) & 0xffff != tenant as u64;
+        self.l1_small.retain(mine);
+        self.l1_huge.retain(mine);
+        self.l2_small.retain(mine);
+        if let Some(h) = &mut self.l2_huge {
+            h.retain(mine);
+        }
+    }
+
+    /// Every cached translation as (tenant, virtual address of the page, entry); for
+    /// invariant checks.
+    pub fn entries(&self) -> Vec<(u16, u64, TlbEntry)> {
+        let mut out = Vec::new();
+        let arrays = [Some(&self.l1_small), Some(&self.l1_huge), Some(&self.l2_small), self.l2_huge.as_ref()];
+        for arr in arrays.into_iter().flatten() {
+            for (k, v) in arr.entries() {
+                let huge = k & HUGE_KEY != 0;
+                let vpn = k & ((1 << 46) - 1);
+                let vaddr = if huge { vpn << self.huge_shift } else { vpn << 12 };
+                out.push((((k >> 46) & 0xffff) as u16, vaddr, TlbEntry { base_pfn: v >> 1, huge, dirty: v & 1 != 0 }));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny() -> TlbConfig {
+        // L1: 2 sets × 1 way per size; L2: 1 set × 2 ways per size.
+        TlbConfig {
+            l1_small_entries: 2,
+            l1_small_ways: 1,
+            l1_huge_entries: 2,
+            l1_huge_ways: 1,
+            l2_small_entries: 2,
+            l2_small_ways: 2,
+            l2_huge_entries: 2,
+            l2_huge_ways: 2,
+            ..TlbConfig::default()
+        }
+    }
+
+    #[test]
+    fn l1_conflict_falls_back_to_l2() {
+        let mut t = Tlb::new(&tiny(), 21);
+        let e = |pfn| TlbEntry { base_pfn: pfn, huge: false, dirty: false };
+        // Pages 0 and 2 map to L1 set 0 (vpn & 1 == 0): the second evicts the first from L1,
+        // but L2 (2 ways, one set) keeps both.
+        t.fill(0, 0x0000, e(7));
+        t.fill(0, 0x2000, e(9));
+        assert_eq!(t.lookup(0, 0x2000).map(|(h, x)| (h, x.base_pfn)), Some((TlbHit::L1, 9)));
+        assert_eq!(t.lookup(0, 0x0123).map(|(h, x)| (h, x.base_pfn)), Some((TlbHit::L2, 7)));
+        // The L2 hit refilled L1, so the next lookup hits L1.
+        assert_eq!(t.lookup(0, 0x0123).map(|(h, _)| h), Some(TlbHit::L1));
+        // A third page evicts the least recent from L2 (page 2, since page 0 was just used).
+        t.fill(0, 0x4000, e(11));
+        t.lookup(0, 0x0000);
+        assert!(t.invalidate(0, 0x2000, false), "page 2 is still in L1");
+        assert_eq!(t.lookup(0, 0x2000), None);
+    }
+
+    #[test]
+    fn sizes_and_tenants_are_separate() {
+        let mut t = Tlb::new(&TlbConfig::default(), 21);
+        t.fill(1, 0x20_0000, TlbEntry { base_pfn: 512, huge: true, dirty: false });
+        assert_eq!(t.lookup(2, 0x20_0000), None, "another tenant's translation");
+        let (hit, e) = t.lookup(1, 0x3f_ffff).unwrap();
+        assert_eq!((hit, e.base_pfn, e.huge), (TlbHit::L1, 512, true));
+        t.set_dirty(1, 0x20_0000, true);
+        assert!(t.lookup(1, 0x20_0000).unwrap().1.dirty);
+        t.flush_tenant(1);
+        assert_eq!(t.lookup(1, 0x20_0000), None);
+    }
+
+    #[test]
+    fn unified_l2_holds_both_sizes() {
+        let cfg = TlbConfig { l2_split: false, ..tiny() };
+        let mut t = Tlb::new(&cfg, 21);
+        t.fill(0, 0, TlbEntry { base_pfn: 1, huge: false, dirty: false });
+        t.fill(0, 0x40_0000, TlbEntry { base_pfn: 1024, huge: true, dirty: false });
+        // Evict both from L1 with conflicting fills of each size.
+        t.fill(0, 0x2000, TlbEntry { base_pfn: 2, huge: false, dirty: false });
+        t.fill(0, 0x80_0000, TlbEntry { base_pfn: 2048, huge: true, dirty: false });
+        // The unified L2 has 2 ways: it now holds the two most recent fills only.
+        assert_eq!(t.lookup(0, 0x80_0000).map(|(h, _)| h), Some(TlbHit::L1));
+        assert_eq!(t.lookup(0, 0).map(|(h, _)| h), None);
+    }
+}

@@ -1,0 +1,487 @@
+//! What a policy may ask of the machine, each request charged its cost.
+//!
+//! A policy never edits a page table, a TLB or a frame list: it calls a method of
+//! [`Mechanisms`], which performs the change on the machine and charges what the
+//! modelled system would pay — cache flushes (clflush per line plus write-back of
+//! dirty lines), the copy over both tiers' channels (so bandwidth and queueing are
+//! shared with demand traffic), page-table updates through the caches, TLB
+//! shootdowns on every core, and fixed software costs from [`CostConfig`]. The cost
+//! stalls the core the mechanisms were handed for (the core whose clock crossed the
+//! epoch boundary, or the core whose reference triggered a hook).
+//!
+//! Pages are named by tenant and *managed-space* address (the virtual address for a
+//! process, the guest-physical address for a VM); any address inside the page works.
+//!
+//! [`CostConfig`]: crate::machine::costs::CostConfig
+
+use crate::machine::alloc::Colour;
+use crate::machine::cache::LINE_BYTES;
+use crate::machine::page_table::{ACCESSED, DIRTY, HUGE, POISONED};
+use crate::machine::{Machine, MachineInfo, MemKind, Owner, FREED_VERSION};
+use std::fmt;
+
+/// Why a mechanism refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MechError {
+    /// The page is not mapped.
+    NotMapped { tenant: u16, addr: u64 },
+    /// The page already lives in the requested tier.
+    SameTier,
+    /// The destination tier has no free frame of the needed size.
+    NoFreeFrame { tier: usize },
+    /// Split of a base page, or merge of a region that is already huge.
+    WrongSize,
+    /// Merge of a region whose base pages are not all mapped.
+    Incomplete,
+    /// Swap of pages of different sizes or in the same tier.
+    Mismatch,
+    /// No such tier or tenant.
+    OutOfRange,
+}
+
+impl fmt::Display for MechError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MechError::NotMapped { tenant, addr } => write!(f, "page {addr:#x} of tenant {tenant} is not mapped"),
+            MechError::SameTier => write!(f, "the page is already in that tier"),
+            MechError::NoFreeFrame { tier } => write!(f, "tier {tier} has no free frame"),
+            MechError::WrongSize => write!(f, "the page has the wrong size for this operation"),
+            MechError::Incomplete => write!(f, "not every base page of the region is mapped"),
+            MechError::Mismatch => write!(f, "the pages differ in size or share a tier"),
+            MechError::OutOfRange => write!(f, "no such tier or tenant"),
+        }
+    }
+}
+
+impl std::error::Error for MechError {}
+
+/// A mapped page as a policy sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageInfo {
+    pub tenant: u16,
+    /// Managed-space address of the page's first byte.
+    pub addr: u64,
+    /// Frame of the page's first 4 KiB.
+    pub pfn: u64,
+    pub tier: usize,
+    pub huge: bool,
+    pub accessed: bool,
+    pub dirty: bool,
+    pub poisoned: bool,
+}
+
+/// The mechanism layer, handed to a policy for one decision.
+pub struct Mechanisms<'a> {
+    m: &'a mut Machine,
+    core: usize,
+}
+
+impl<'a> Mechanisms<'a> {
+    /// Mechanisms whose costs stall `core`.
+    pub fn new(m: &'a mut Machine, core: usize) -> Mechanisms<'a> {
+        Mechanisms { m, core }
+    }
+
+    /// The charged core's clock.
+    pub fn now(&self) -> u64 {
+        self.m.cores[self.core].clock
+    }
+
+    pub fn info(&self) -> MachineInfo {
+        self.m.info()
+    }
+
+    pub fn tenants(&self) -> usize {
+        self.m.tenants.len()
+    }
+
+    pub fn free_frames(&self, tier: usize) -> u64 {
+        self.m.alloc.free_frames(tier)
+    }
+
+    pub fn capacity_frames(&self, tier: usize) -> u64 {
+        self.m.alloc.frames(tier)
+    }
+
+    /// The owner of a physical frame (what a memory-controller counter's address maps
+    /// back to through the OS reverse map).
+    pub fn owner(&self, pfn: u64) -> Owner {
+        self.m.owner(pfn)
+    }
+
+    /// The page holding `addr`, if mapped. Reading it costs nothing: use it for what
+    /// the modelled system knows without scanning (its own lists and counters).
+    pub fn page(&self, tenant: u16, addr: u64) -> Option<PageInfo> {
+        let t = self.m.tenants.get(tenant as usize)?;
+        let leaf = t.table.walk(addr, None)?;
+        Some(self.info_of(tenant, addr, t.table.entry(leaf.slot), leaf.huge))
+    }
+
+    fn info_of(&self, tenant: u16, addr: u64, e: u64, huge: bool) -> PageInfo {
+        let mask = if huge { (1u64 << self.m.huge_shift()) - 1 } else { 0xfff };
+        let pfn = e >> 12;
+        PageInfo {
+            tenant,
+            addr: addr & !mask,
+            pfn,
+            tier: self.m.tier_of(pfn),
+            huge,
+            accessed: e & ACCESSED != 0,
+            dirty: e & DIRTY != 0,
+            poisoned: e & POISONED != 0,
+        }
+    }
+
+    /// Calls `f` for every mapped page of `tenant` starting in [`start`, `end`), at no
+    /// cost (see [`Mechanisms::page`]).
+    pub fn for_each_page(&self, tenant: u16, start: u64, end: u64, mut f: impl FnMut(PageInfo)) {
+        let t = &self.m.tenants[tenant as usize];
+        t.table.for_each_leaf(start, end, &mut |addr, slot| {
+            let e = t.table.entry(slot);
+            f(self.info_of(tenant, addr, e, e & HUGE != 0));
+        });
+    }
+
+    fn bytes(&self, huge: bool) -> u64 {
+        if huge {
+            1 << self.m.huge_shift()
+        } else {
+            4096
+        }
+    }
+
+    /// Flushes a physical range from every cache: clflush per line, dirty lines
+    /// written back to their tier. Returns the cycles charged.
+    fn flush(&mut self, paddr: u64, bytes: u64) -> u64 {
+        let now = self.now();
+        let mut dirty = Vec::new();
+        let (lines, _) = self.m.caches.flush_range(paddr, bytes, &mut |line| dirty.push(line));
+        let mut done = now;
+        for line in dirty {
+            let pa = line << 6;
+            let t = self.m.tier_of(pa >> 12);
+            let local = pa - (self.m.alloc.base(t) << 12);
+            done = done.max(now + self.m.tiers[t].access(local, true, now));
+        }
+        self.m.mech.lines_flushed += lines;
+        lines * self.m.cfg.costs.clflush_cycles_per_line + (done - now)
+    }
+
+    /// Copies `bytes` from frame `src` to frame `dst` over both tiers' channels;
+    /// returns the cycles until the copy completes.
+    fn copy(&mut self, src: u64, dst: u64, bytes: u64) -> u64 {
+        let now = self.now();
+        let (ts, td) = (self.m.tier_of(src), self.m.tier_of(dst));
+        let ls = (src - self.m.alloc.base(ts)) << 12;
+        let ld = (dst - self.m.alloc.base(td)) << 12;
+        let r = self.m.tiers[ts].bulk(ls, bytes, false, now);
+        let w = self.m.tiers[td].bulk(ld, bytes, true, now);
+        if let Some(s) = &mut self.m.shadow {
+            for i in 0..bytes >> 12 {
+                s.frame[(dst + i) as usize] = s.frame[(src + i) as usize];
+            }
+        }
+        r.max(w) - now
+    }
+
+    /// Invalidates the page's translations on every core; the initiator pays
+    /// `shootdown_cycles`, every other core `shootdown_remote_cycles`. For a VM, the
+    /// host flushes all of the VM's translations (as INVEPT does for one EPT context).
+    fn shootdown(&mut self, tenant: u16, addr: u64, huge: bool) -> u64 {
+        let is_vm = self.m.tenants[tenant as usize].guest.is_some();
+        for c in &mut self.m.cores {
+            if is_vm {
+                c.tlb.flush_tenant(tenant);
+            } else {
+                c.tlb.invalidate(tenant, addr, huge);
+            }
+        }
+        let remote = self.m.cfg.costs.shootdown_remote_cycles;
+        for i in 0..self.m.cores.len() {
+            if i != self.core {
+                self.m.stall(i, remote);
+            }
+        }
+        self.m.mech.shootdowns += 1;
+        self.m.cfg.costs.shootdown_cycles
+    }
+
+    /// Rewrites a page-table entry: one write through the caches to the entry.
+    fn pte_write(&mut self, tenant: u16, slot: usize) -> u64 {
+        let pa = self.m.tenants[tenant as usize].table.entry_paddr(slot);
+        self.m.cached(self.core, pa, true, MemKind::Walk, &mut ()).1
+    }
+
+    fn charge(&mut self, cycles: u64) {
+        self.m.stall(self.core, cycles);
+    }
+
+    fn leaf(&self, tenant: u16, addr: u64) -> Result<(usize, u64, bool), MechError> {
+        let t = self.m.tenants.get(tenant as usize).ok_or(MechError::OutOfRange)?;
+        let leaf = t.table.walk(addr, None).ok_or(MechError::NotMapped { tenant, addr })?;
+        Ok((leaf.slot, t.table.entry(leaf.slot), leaf.huge))
+    }
+
+    fn move_owner(&mut self, tenant: u16, page: u64, from: u64, to: u64, frames: u64) {
+        for i in 0..frames {
+            self.m.clear_owner(from + i);
+            self.m.set_owner(to + i, tenant, page + (i << 12));
+        }
+    }
+
+    /// Moves the page holding `addr` to tier `to` (one-way): allocate a frame there,
+    /// flush the page from the caches, copy it, update the PTE, shoot down the TLBs,
+    /// free the old frame. The initiating core stalls for all of it.
+    pub fn migrate(&mut self, tenant: u16, addr: u64, to: usize) -> Result<PageInfo, MechError> {
+        if to >= self.m.tiers.len() {
+            return Err(MechError::OutOfRange);
+        }
+        let (slot, e, huge) = self.leaf(tenant, addr)?;
+        let src = e >> 12;
+        let from = self.m.tier_of(src);
+        if from == to {
+            return Err(MechError::SameTier);
+        }
+        let dst = if huge { self.m.alloc.alloc_huge(to) } else { self.m.alloc.alloc(to, Colour::ANY) }
+            .ok_or(MechError::NoFreeFrame { tier: to })?;
+        let bytes = self.bytes(huge);
+        let page = addr & !(bytes - 1);
+        let mut cycles = self.flush(src << 12, bytes);
+        #[cfg(test)]
+        let skip = self.m.break_migration_copy;
+        #[cfg(not(test))]
+        let skip = false;
+        if !skip {
+            cycles += self.copy(src, dst, bytes);
+        }
+        *self.m.tenants[tenant as usize].table.entry_mut(slot) = dst << 12 | (e & 0xfff);
+        cycles += self.pte_write(tenant, slot);
+        cycles += self.shootdown(tenant, page, huge);
+        cycles += self.m.cfg.cycles(self.m.cfg.costs.migrate_software_ns);
+        let frames = bytes >> 12;
+        self.move_owner(tenant, page, src, dst, frames);
+        self.release(src, huge);
+        self.m.mech.migrations += 1;
+        self.m.mech.migrated_bytes += bytes;
+        self.m.mech.migrations_between[from][to] += 1;
+        self.charge(cycles);
+        Ok(self.info_of(tenant, page, dst << 12 | (e & 0xfff), huge))
+    }
+
+    /// Frees a page's frames, marking them stale for `--verify`.
+    fn release(&mut self, pfn: u64, huge: bool) {
+        let n = if huge { self.m.huge_frames() } else { 1 };
+        if let Some(s) = &mut self.m.shadow {
+            for i in 0..n {
+                s.frame[(pfn + i) as usize] = FREED_VERSION;
+            }
+        }
+        if huge {
+            self.m.alloc.free_huge(pfn);
+        } else {
+            self.m.alloc.free(pfn);
+        }
+    }
+
+    /// Exchanges the frames of two pages of the same size in different tiers (e.g. a
+    /// hot slow page and a cold fast victim): both are flushed, copied both ways, both
+    /// PTEs rewritten and both translations shot down.
+    pub fn swap(&mut self, a: (u16, u64), b: (u16, u64)) -> Result<(), MechError> {
+        let (sa, ea, ha) = self.leaf(a.0, a.1)?;
+        let (sb, eb, hb) = self.leaf(b.0, b.1)?;
+        let (fa, fb) = (ea >> 12, eb >> 12);
+        if ha != hb || self.m.tier_of(fa) == self.m.tier_of(fb) {
+            return Err(MechError::Mismatch);
+        }
+        let bytes = self.bytes(ha);
+        let (pa, pb) = (a.1 & !(bytes - 1), b.1 & !(bytes - 1));
+        let mut cycles = self.flush(fa << 12, bytes) + self.flush(fb << 12, bytes);
+        // Through a buffer: each page is read once and written once; both copies share
+        // the channels, so the second one queues behind the first.
+        let saved: Option<Vec<u32>> =
+            self.m.shadow.as_ref().map(|s| (0..bytes >> 12).map(|i| s.frame[(fa + i) as usize]).collect());
+        let c1 = self.copy(fb, fa, bytes);
+        let c2 = self.copy(fa, fb, bytes);
+        if let (Some(s), Some(saved)) = (&mut self.m.shadow, saved) {
+            for (i, v) in saved.into_iter().enumerate() {
+                s.frame[fb as usize + i] = v;
+            }
+        }
+        cycles += c1.max(c2);
+        *self.m.tenants[a.0 as usize].table.entry_mut(sa) = fb << 12 | (ea & 0xfff);
+        *self.m.tenants[b.0 as usize].table.entry_mut(sb) = fa << 12 | (eb & 0xfff);
+        cycles += self.pte_write(a.0, sa) + self.pte_write(b.0, sb);
+        cycles += self.shootdown(a.0, pa, ha) + self.shootdown(b.0, pb, hb);
+        cycles += 2 * self.m.cfg.cycles(self.m.cfg.costs.migrate_software_ns);
+        let frames = bytes >> 12;
+        for i in 0..frames {
+            self.m.set_owner(fb + i, a.0, pa + (i << 12));
+            self.m.set_owner(fa + i, b.0, pb + (i << 12));
+        }
+        let (ta, tb) = (self.m.tier_of(fa), self.m.tier_of(fb));
+        self.m.mech.swaps += 1;
+        self.m.mech.migrations += 2;
+        self.m.mech.migrated_bytes += 2 * bytes;
+        self.m.mech.migrations_between[ta][tb] += 1;
+        self.m.mech.migrations_between[tb][ta] += 1;
+        self.charge(cycles);
+        Ok(())
+    }
+
+    /// Splits the huge page holding `addr` into base pages mapping the same frames:
+    /// a new page-table node is written (its lines go through the caches) and the huge
+    /// translation is shot down.
+    pub fn split(&mut self, tenant: u16, addr: u64) -> Result<(), MechError> {
+        let (_, _, huge) = self.leaf(tenant, addr)?;
+        if !huge {
+            return Err(MechError::WrongSize);
+        }
+        let page = addr & !((1u64 << self.m.huge_shift()) - 1);
+        let first = self.m.split_mapping(tenant, page).ok_or(MechError::NoFreeFrame { tier: 0 })?;
+        let mut cycles = 0;
+        let entries = self.m.huge_frames();
+        for i in (0..entries).step_by((LINE_BYTES / 8) as usize) {
+            cycles += self.pte_write(tenant, first + i as usize);
+        }
+        cycles += self.shootdown(tenant, page, true);
+        cycles += self.m.cfg.cycles(self.m.cfg.costs.split_ns);
+        self.m.mech.splits += 1;
+        self.charge(cycles);
+        Ok(())
+    }
+
+    /// Collapses the base pages of the huge-page-sized region holding `addr` into one
+    /// huge page in tier `to`. If the pages already fill an aligned huge frame there,
+    /// only the page table changes; otherwise a huge frame is allocated and every base
+    /// page copied into it. Accessed/dirty bits are OR-ed; poison is cleared.
+    pub fn merge(&mut self, tenant: u16, addr: u64, to: usize) -> Result<(), MechError> {
+        if to >= self.m.tiers.len() || tenant as usize >= self.m.tenants.len() {
+            return Err(MechError::OutOfRange);
+        }
+        let hb = 1u64 << self.m.huge_shift();
+        let region = addr & !(hb - 1);
+        let n = self.m.huge_frames();
+        let (_, first) = self.m.tenants[tenant as usize].table.small_node(region).ok_or(MechError::WrongSize)?;
+        let entries: Vec<u64> = (0..n as usize).map(|i| self.m.tenants[tenant as usize].table.entry(first + i)).collect();
+        if entries.iter().any(|&e| !Machine::present(e)) {
+            return Err(MechError::Incomplete);
+        }
+        let base = entries[0] >> 12;
+        let in_place = base % n == 0
+            && self.m.tier_of(base) == to
+            && entries.iter().enumerate().all(|(i, &e)| e >> 12 == base + i as u64);
+        let mut cycles = self.m.cfg.cycles(self.m.cfg.costs.merge_ns);
+        let target = if in_place {
+            base
+        } else {
+            let dst = self.m.alloc.alloc_huge(to).ok_or(MechError::NoFreeFrame { tier: to })?;
+            for (i, &e) in entries.iter().enumerate() {
+                let src = e >> 12;
+                cycles += self.flush(src << 12, 4096);
+                cycles += self.copy(src, dst + i as u64, 4096);
+                self.m.clear_owner(src);
+                self.release(src, false);
+                self.m.set_owner(dst + i as u64, tenant, region + ((i as u64) << 12));
+            }
+            self.m.mech.migrated_bytes += hb;
+            dst
+        };
+        let flags = entries.iter().fold(0, |f, &e| f | (e & (ACCESSED | DIRTY)));
+        for i in 0..n {
+            for c in &mut self.m.cores {
+                c.tlb.invalidate(tenant, region + (i << 12), false);
+            }
+        }
+        self.m.merge_mapping(tenant, region, target, flags);
+        let slot = self.m.tenants[tenant as usize].table.walk(region, None).expect("just merged").slot;
+        cycles += self.pte_write(tenant, slot);
+        cycles += self.shootdown(tenant, region, true);
+        self.m.mech.merges += 1;
+        self.charge(cycles);
+        Ok(())
+    }
+
+    /// Scans the leaf PTEs of `tenant` in [`start`, `end`): calls `f` with each page
+    /// (Accessed/Dirty as found), then, when `clear`, clears both bits and invalidates
+    /// that page's cached translations so the next access sets them again. Each entry
+    /// costs its reference through the caches plus `scan_pte_cycles`; clearing costs
+    /// one shootdown round per scan. Returns the number of entries scanned.
+    pub fn scan(&mut self, tenant: u16, start: u64, end: u64, clear: bool, mut f: impl FnMut(PageInfo)) -> u64 {
+        let mut leaves = Vec::new();
+        {
+            let t = &self.m.tenants[tenant as usize];
+            t.table.for_each_leaf(start, end, &mut |addr, slot| leaves.push((addr, slot)));
+        }
+        let mut cycles = 0;
+        let mut cleared = 0u64;
+        for &(addr, slot) in &leaves {
+            let pa = self.m.tenants[tenant as usize].table.entry_paddr(slot);
+            let e = self.m.tenants[tenant as usize].table.entry(slot);
+            cycles += self.m.cached(self.core, pa, clear, MemKind::Walk, &mut ()).1 + self.m.cfg.costs.scan_pte_cycles;
+            let huge = e & HUGE != 0;
+            f(self.info_of(tenant, addr, e, huge));
+            if clear && e & (ACCESSED | DIRTY) != 0 {
+                *self.m.tenants[tenant as usize].table.entry_mut(slot) &= !(ACCESSED | DIRTY);
+                for c in &mut self.m.cores {
+                    c.tlb.invalidate(tenant, addr, huge);
+                }
+                cleared += 1;
+            }
+        }
+        if self.m.tenants[tenant as usize].guest.is_some() && cleared > 0 {
+            for c in &mut self.m.cores {
+                c.tlb.flush_tenant(tenant);
+            }
+        }
+        if cleared > 0 {
+            cycles += self.shootdown_round();
+        }
+        self.m.mech.ptes_scanned += leaves.len() as u64;
+        self.charge(cycles);
+        leaves.len() as u64
+    }
+
+    /// One batched TLB-flush IPI round (after clearing many entries at once).
+    fn shootdown_round(&mut self) -> u64 {
+        let remote = self.m.cfg.costs.shootdown_remote_cycles;
+        for i in 0..self.m.cores.len() {
+            if i != self.core {
+                self.m.stall(i, remote);
+            }
+        }
+        self.m.mech.shootdowns += 1;
+        self.m.cfg.costs.shootdown_cycles
+    }
+
+    /// Poisons the PTE of the page holding `addr` and shoots down its translation, so
+    /// the next TLB miss to it takes a fault of `poison_fault_ns` (Thermostat §3.3).
+    pub fn poison(&mut self, tenant: u16, addr: u64) -> Result<(), MechError> {
+        self.set_poison(tenant, addr, true)
+    }
+
+    /// Clears the poison bit of the page holding `addr`.
+    pub fn unpoison(&mut self, tenant: u16, addr: u64) -> Result<(), MechError> {
+        self.set_poison(tenant, addr, false)
+    }
+
+    fn set_poison(&mut self, tenant: u16, addr: u64, on: bool) -> Result<(), MechError> {
+        let (slot, _, huge) = self.leaf(tenant, addr)?;
+        let e = self.m.tenants[tenant as usize].table.entry_mut(slot);
+        if on {
+            *e |= POISONED;
+        } else {
+            *e &= !POISONED;
+        }
+        let mut cycles = self.pte_write(tenant, slot);
+        if on {
+            let bytes = self.bytes(huge);
+            cycles += self.shootdown(tenant, addr & !(bytes - 1), huge);
+        }
+        self.m.mech.poisons += on as u64;
+        self.charge(cycles);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,104 @@
+//! The baselines the papers compare against: static placements with no migration.
+//! They differ only in where first touch puts a page.
+
+use super::Policy;
+use crate::machine::placement::Placement;
+use crate::machine::{MachineInfo, Observer};
+use crate::params;
+
+params! {
+    /// A policy without parameters.
+    pub struct NoConfig {}
+}
+
+/// Upper bound: every page in the fast tier, whose capacity is grown to hold the whole
+/// footprint (Rainbow's DRAM-only, HMM-V's pure DRAM system).
+pub struct AllFast;
+
+impl Observer for AllFast {}
+
+impl Policy for AllFast {
+    type Config = NoConfig;
+    fn new(_: NoConfig, _: &MachineInfo) -> anyhow::Result<Self> {
+        Ok(AllFast)
+    }
+    fn fast_tier_unlimited(&self) -> bool {
+        true
+    }
+}
+
+/// Lower bound: every page in the slow tier.
+pub struct AllSlow;
+
+impl Observer for AllSlow {}
+
+impl Policy for AllSlow {
+    type Config = NoConfig;
+    fn new(_: NoConfig, _: &MachineInfo) -> anyhow::Result<Self> {
+        Ok(AllSlow)
+    }
+    fn placement(&self) -> Placement {
+        Placement::SlowOnly
+    }
+}
+
+/// First touch fills the fast tier, then the slow tier; pages never move (Linux's
+/// default local-first allocation without tiering).
+pub struct FirstTouch;
+
+impl Observer for FirstTouch {}
+
+impl Policy for FirstTouch {
+    type Config = NoConfig;
+    fn new(_: NoConfig, _: &MachineInfo) -> anyhow::Result<Self> {
+        Ok(FirstTouch)
+    }
+}
+
+/// Pages spread over the tiers in proportion to their capacities, no migration
+/// (Rainbow's Flat-static baseline, §IV-A).
+pub struct FlatStatic;
+
+impl Observer for FlatStatic {}
+
+impl Policy for FlatStatic {
+    type Config = NoConfig;
+    fn new(_: NoConfig, _: &MachineInfo) -> anyhow::Result<Self> {
+        Ok(FlatStatic)
+    }
+    fn placement(&self) -> Placement {
+        Placement::Interleave
+    }
+}
+
+params! {
+    /// Parameters of the round-robin baseline (SpAR §4: "4 pages to faster, 3D DRAM
+    /// memory, then 4 pages to slower NVM memory, as long as there are free frames in
+    /// faster memory").
+    pub struct RoundRobinConfig {
+        /// Consecutive pages placed in the fast tier per round (SpAR §4: 4).
+        pub fast_pages: u32 = 4,
+        /// Consecutive pages placed in the slow tier per round (SpAR §4: 4).
+        pub slow_pages: u32 = 4,
+    }
+}
+
+/// N fast : M slow round-robin placement until the fast tier is full, no migration.
+pub struct RoundRobin {
+    cfg: RoundRobinConfig,
+}
+
+impl Observer for RoundRobin {}
+
+impl Policy for RoundRobin {
+    type Config = RoundRobinConfig;
+    fn new(cfg: RoundRobinConfig, _: &MachineInfo) -> anyhow::Result<Self> {
+        if cfg.fast_pages + cfg.slow_pages == 0 {
+            anyhow::bail!("policy.round-robin: fast_pages + slow_pages must be positive");
+        }
+        Ok(RoundRobin { cfg })
+    }
+    fn placement(&self) -> Placement {
+        Placement::RoundRobin { fast: self.cfg.fast_pages, slow: self.cfg.slow_pages }
+    }
+}

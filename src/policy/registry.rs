@@ -1,0 +1,38 @@
+//! The list of policies: one line per policy. Dispatch from a name to a type happens
+//! here, once per run.
+
+use super::baselines::{AllFast, AllSlow, FirstTouch, FlatStatic, RoundRobin};
+use super::Policy;
+
+/// Something to do with a policy type chosen by name (the engine's run, listing its
+/// parameters).
+pub trait PolicyVisitor {
+    type Output;
+    fn visit<P: Policy>(self, name: &'static str) -> Self::Output;
+}
+
+macro_rules! policies {
+    ($( $name:literal => $ty:ty, $about:literal; )*) => {
+        /// Every policy as (name, one-line description).
+        pub const POLICIES: &[(&str, &str)] = &[ $( ($name, $about), )* ];
+
+        /// Calls `v.visit::<P>()` for the policy called `name`.
+        pub fn with_policy<V: PolicyVisitor>(name: &str, v: V) -> anyhow::Result<V::Output> {
+            match name {
+                $( $name => Ok(v.visit::<$ty>($name)), )*
+                _ => anyhow::bail!(
+                    "policy.name: unknown policy `{name}` (known: {})",
+                    POLICIES.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
+                ),
+            }
+        }
+    };
+}
+
+policies! {
+    "all-fast" => AllFast, "upper bound: the whole footprint in the fast tier (capacity grown to fit)";
+    "all-slow" => AllSlow, "lower bound: every page in the slow tier";
+    "first-touch" => FirstTouch, "fast tier until full, then slow; no migration";
+    "flat-static" => FlatStatic, "pages interleaved over tiers by capacity ratio; no migration (Rainbow §IV-A)";
+    "round-robin" => RoundRobin, "N fast : M slow pages in turn until fast is full; no migration (SpAR §4)";
+}

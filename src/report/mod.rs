@@ -1,0 +1,246 @@
+//! The report of a run: summary figures, per-core, per-TLB, per-cache and per-tier
+//! counters, mechanism counts, the policy's own figures and a per-epoch time series;
+//! written as JSON, CSV or a table.
+
+pub mod table;
+
+use crate::config::{Config, WorkloadSlot};
+use crate::machine::cache::CacheStats;
+use crate::machine::{CoreStats, Machine, MechanismStats};
+use crate::policy::PolicyReport;
+use serde::Serialize;
+use std::time::Duration;
+
+/// The figures `compare` tabulates and scripts read first.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    pub references: u64,
+    pub instructions: u64,
+    /// Execution time: the largest core clock at the end, in cycles.
+    pub cycles: u64,
+    /// Execution time in simulated seconds.
+    pub seconds: f64,
+    /// Instructions of all cores per cycle of execution time.
+    pub ipc: f64,
+    /// Average latency of demand memory accesses (LLC misses of loads, stores and page
+    /// walks), queueing included, in ns.
+    pub amat_ns: f64,
+    /// Share of demand memory accesses served by the fast tier.
+    pub fast_tier_fraction: f64,
+    /// Pages moved between tiers (a swap counts two).
+    pub migrations: u64,
+    pub migrated_bytes: u64,
+    /// TLB misses (page walks) per thousand instructions.
+    pub tlb_mpki: f64,
+    /// Last-level cache misses per thousand instructions.
+    pub llc_mpki: f64,
+    /// Dynamic plus static energy of all tiers, in joules.
+    pub energy_j: f64,
+    /// 64-byte writes that reached the slow tier (write-backs and migration copies).
+    pub slow_tier_writes: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TierReport {
+    pub name: String,
+    pub capacity_bytes: u64,
+    /// Frames in use at the end (data and page tables).
+    pub used_frames: u64,
+    /// Data frames at the end.
+    pub data_frames: u64,
+    pub demand_accesses: u64,
+    pub demand_reads: u64,
+    pub demand_writes: u64,
+    pub amat_ns: f64,
+    pub reads: u64,
+    pub writes: u64,
+    pub row_hits: u64,
+    pub row_misses: u64,
+    pub queue_cycles: u64,
+    pub migration_bytes: u64,
+    pub dynamic_energy_j: f64,
+    pub static_energy_j: f64,
+    /// Years until the most-written frame wears out at this run's write rate (none for
+    /// tiers with unlimited endurance or no writes).
+    pub lifetime_years: Option<f64>,
+    /// Years until wear-out with perfect wear levelling over the whole tier.
+    pub ideal_lifetime_years: Option<f64>,
+}
+
+/// One point of the time series: what happened during the epoch ending at `end_cycle`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EpochRecord {
+    pub end_cycle: u64,
+    pub references: u64,
+    pub instructions: u64,
+    pub ipc: f64,
+    pub fast_tier_fraction: f64,
+    pub migrations: u64,
+    pub migrated_bytes: u64,
+    /// Share of the data frames that live in the fast tier at the end of the epoch.
+    pub fast_resident_fraction: f64,
+    #[serde(skip)]
+    cum: [u64; 6],
+}
+
+impl EpochRecord {
+    /// Records the epoch ending at `end`; `last` holds the previous record's totals and
+    /// is updated.
+    pub fn take(m: &Machine, end: u64, last: &mut EpochRecord) -> EpochRecord {
+        let refs: u64 = m.cores.iter().map(|c| c.stats.references).sum();
+        let instrs: u64 = m.cores.iter().map(|c| c.stats.instructions).sum();
+        let fast = m.demand[0].accesses;
+        let all: u64 = m.demand.iter().map(|d| d.accesses).sum();
+        let cum = [refs, instrs, fast, all, m.mech.migrations, m.mech.migrated_bytes];
+        let d: Vec<u64> = cum.iter().zip(&last.cum).map(|(a, b)| a - b).collect();
+        let cycles = end.saturating_sub(last.end_cycle).max(1);
+        let data: Vec<u64> = (0..m.tiers.len()).map(|t| m.data_frames_in(t)).collect();
+        let total: u64 = data.iter().sum();
+        let rec = EpochRecord {
+            end_cycle: end,
+            references: d[0],
+            instructions: d[1],
+            ipc: d[1] as f64 / cycles as f64,
+            fast_tier_fraction: ratio(d[2], d[3]),
+            migrations: d[4],
+            migrated_bytes: d[5],
+            fast_resident_fraction: ratio(data[0], total),
+            cum,
+        };
+        *last = rec.clone();
+        rec
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CoreReport {
+    pub ipc: f64,
+    #[serde(flatten)]
+    pub stats: CoreStats,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SimInfo {
+    pub version: String,
+    pub wall_seconds: f64,
+    pub references_per_second: f64,
+    pub verify: bool,
+    /// Reads checked against shadow memory (with `--verify`).
+    pub verified_reads: u64,
+}
+
+/// Everything a run reports.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub policy: String,
+    pub workloads: Vec<WorkloadSlot>,
+    pub footprint_bytes: u64,
+    pub summary: Summary,
+    pub cores: Vec<CoreReport>,
+    pub caches: Vec<CacheStats>,
+    pub tiers: Vec<TierReport>,
+    pub mechanisms: MechanismStats,
+    pub policy_report: PolicyReport,
+    pub epochs: Vec<EpochRecord>,
+    pub sim: SimInfo,
+    pub config: serde_json::Value,
+}
+
+impl Report {
+    #[allow(clippy::too_many_arguments)]
+    pub fn build(
+        cfg: &Config,
+        policy: &str,
+        slots: &[WorkloadSlot],
+        m: &Machine,
+        epochs: Vec<EpochRecord>,
+        policy_report: PolicyReport,
+        wall: Duration,
+        verify: bool,
+    ) -> Report {
+        let ghz = m.cfg.freq_ghz;
+        let cycles = m.now();
+        let seconds = cycles as f64 / (ghz * 1e9);
+        let refs: u64 = m.cores.iter().map(|c| c.stats.references).sum();
+        let instrs: u64 = m.cores.iter().map(|c| c.stats.instructions).sum();
+        let tlb_misses: u64 = m.cores.iter().map(|c| c.stats.tlb_misses).sum();
+        let caches = m.caches.stats();
+        let llc_misses = caches.last().map_or(0, |c| c.misses);
+        let tiers: Vec<TierReport> = m
+            .tiers
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let s = t.stats();
+                let d = &m.demand[i];
+                TierReport {
+                    name: t.name().to_string(),
+                    capacity_bytes: t.capacity_bytes(),
+                    used_frames: m.used_frames(i),
+                    data_frames: m.data_frames_in(i),
+                    demand_accesses: d.accesses,
+                    demand_reads: d.reads,
+                    demand_writes: d.writes,
+                    amat_ns: ratio(d.latency_cycles, d.accesses) / ghz,
+                    reads: s.reads,
+                    writes: s.writes,
+                    row_hits: s.row_hits,
+                    row_misses: s.row_misses,
+                    queue_cycles: s.queue_cycles,
+                    migration_bytes: s.migration_bytes(),
+                    dynamic_energy_j: t.dynamic_energy_pj() * 1e-12,
+                    static_energy_j: t.static_energy_j(seconds),
+                    lifetime_years: t.lifetime_years(seconds),
+                    ideal_lifetime_years: t.ideal_lifetime_years(seconds),
+                }
+            })
+            .collect();
+        let demand_lat: u64 = m.demand.iter().map(|d| d.latency_cycles).sum();
+        let demand_all: u64 = m.demand.iter().map(|d| d.accesses).sum();
+        let summary = Summary {
+            references: refs,
+            instructions: instrs,
+            cycles,
+            seconds,
+            ipc: ratio(instrs, cycles),
+            amat_ns: ratio(demand_lat, demand_all) / ghz,
+            fast_tier_fraction: ratio(m.demand[0].accesses, demand_all),
+            migrations: m.mech.migrations,
+            migrated_bytes: m.mech.migrated_bytes,
+            tlb_mpki: ratio(tlb_misses * 1000, instrs),
+            llc_mpki: ratio(llc_misses * 1000, instrs),
+            energy_j: tiers.iter().map(|t| t.dynamic_energy_j + t.static_energy_j).sum(),
+            slow_tier_writes: tiers.get(1).map_or(0, |t| t.writes),
+        };
+        let cores = m.cores.iter().map(|c| CoreReport { ipc: ratio(c.stats.instructions, c.clock), stats: c.stats.clone() }).collect();
+        let wall_s = wall.as_secs_f64();
+        Report {
+            policy: policy.to_string(),
+            workloads: slots.to_vec(),
+            footprint_bytes: m.info().footprint_bytes,
+            summary,
+            cores,
+            caches,
+            tiers,
+            mechanisms: m.mech.clone(),
+            policy_report,
+            epochs,
+            sim: SimInfo {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                wall_seconds: wall_s,
+                references_per_second: if wall_s > 0.0 { refs as f64 / wall_s } else { 0.0 },
+                verify,
+                verified_reads: m.shadow.as_ref().map_or(0, |s| s.checked_reads),
+            },
+            config: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! Plain-text tables and CSV for reports.
+
+use super::Report;
+use std::fmt::Write;
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1 << 20) as f64
+}
+
+fn times(x: f64, base: f64) -> String {
+    if base == 0.0 {
+        "-".into()
+    } else {
+        format!("{:.3}", x / base)
+    }
+}
+
+/// The summary of one run.
+pub fn run_summary(r: &Report) -> String {
+    let s = &r.summary;
+    let mut out = String::new();
+    let w = &mut out;
+    let _ = writeln!(w, "policy            {}", r.policy);
+    for slot in &r.workloads {
+        let _ = writeln!(
+            w,
+            "workload          core {} tenant {} ({:?}): {} over {}",
+            slot.core, slot.tenant, slot.kind, slot.workload.name, slot.workload.footprint
+        );
+    }
+    let _ = writeln!(w, "references        {}", s.references);
+    let _ = writeln!(w, "instructions      {}", s.instructions);
+    let _ = writeln!(w, "cycles            {} ({:.6} s simulated)", s.cycles, s.seconds);
+    let _ = writeln!(w, "IPC               {:.4}", s.ipc);
+    let _ = writeln!(w, "AMAT              {:.2} ns (demand memory accesses)", s.amat_ns);
+    let _ = writeln!(w, "fast-tier share   {:.2} % of demand memory accesses", s.fast_tier_fraction * 100.0);
+    let _ = writeln!(w, "TLB MPKI          {:.3}", s.tlb_mpki);
+    let _ = writeln!(w, "LLC MPKI          {:.3}", s.llc_mpki);
+    let _ = writeln!(w, "migrations        {} ({:.1} MiB moved)", s.migrations, mib(s.migrated_bytes));
+    let _ = writeln!(w, "energy            {:.6} J", s.energy_j);
+    let _ = writeln!(w, "slow-tier writes  {}", s.slow_tier_writes);
+    for t in &r.tiers {
+        let _ = writeln!(
+            w,
+            "tier {:<12} {:>9.1} MiB used of {:>9.1} MiB, {} demand accesses, AMAT {:.1} ns{}",
+            t.name,
+            mib(t.used_frames << 12),
+            mib(t.capacity_bytes),
+            t.demand_accesses,
+            t.amat_ns,
+            t.lifetime_years.map_or(String::new(), |y| format!(", lifetime {y:.3e} years"))
+        );
+    }
+    let _ = writeln!(
+        w,
+        "simulation        {:.2} s wall, {:.2} M refs/s{}",
+        r.sim.wall_seconds,
+        r.sim.references_per_second / 1e6,
+        if r.sim.verify { format!(", verified {} reads", r.sim.verified_reads) } else { String::new() }
+    );
+    out
+}
+
+/// One row per policy, normalised to `reports[base]` where a ratio makes sense.
+pub fn compare(reports: &[Report], base: usize) -> String {
+    let b = &reports[base].summary;
+    let header = [
+        "policy", "time×", "IPC×", "AMAT ns", "fast %", "migrations", "moved MiB", "TLB MPKI", "energy×", "slow writes×",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for r in reports {
+        let s = &r.summary;
+        rows.push(vec![
+            r.policy.clone(),
+            times(s.cycles as f64, b.cycles as f64),
+            times(s.ipc, b.ipc),
+            format!("{:.1}", s.amat_ns),
+            format!("{:.1}", s.fast_tier_fraction * 100.0),
+            s.migrations.to_string(),
+            format!("{:.1}", mib(s.migrated_bytes)),
+            format!("{:.3}", s.tlb_mpki),
+            times(s.energy_j, b.energy_j),
+            times(s.slow_tier_writes as f64, b.slow_tier_writes as f64),
+        ]);
+    }
+    let widths: Vec<usize> = (0..header.len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| if c == 0 { format!("{cell:<w$}", w = widths[c]) } else { format!("{cell:>w$}", w = widths[c]) })
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+        if i == 0 {
+            let _ = writeln!(out, "{}", "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
+        }
+    }
+    let _ = writeln!(out, "(× = relative to {}; AMAT = mean latency of demand memory accesses)", reports[base].policy);
+    out
+}
+
+/// The summaries as CSV, one row per report.
+pub fn csv(reports: &[Report]) -> String {
+    let mut out = String::from(
+        "policy,references,instructions,cycles,seconds,ipc,amat_ns,fast_tier_fraction,migrations,migrated_bytes,tlb_mpki,llc_mpki,energy_j,slow_tier_writes,wall_seconds\n",
+    );
+    for r in reports {
+        let s = &r.summary;
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.policy,
+            s.references,
+            s.instructions,
+            s.cycles,
+            s.seconds,
+            s.ipc,
+            s.amat_ns,
+            s.fast_tier_fraction,
+            s.migrations,
+            s.migrated_bytes,
+            s.tlb_mpki,
+            s.llc_mpki,
+            s.energy_j,
+            s.slow_tier_writes,
+            r.sim.wall_seconds
+        );
+    }
+    out
+}

@@ -1,0 +1,233 @@
+//! `seqscan`: sequential sweeps over a hot window that moves, after the "sequential
+//! access" benchmark of HMM-V §5.5, whose hot set is fixed at 20 % of the footprint
+//! (7.2 GB of 36 GB) and whose hot data change place periodically.
+//!
+//! The window is `window · footprint` bytes (whole 4 KiB pages). A share `hot_refs`
+//! of the references continue the sweep: consecutive `access_bytes`-sized accesses
+//! through the window, wrapping from its end to its start; the others go to uniform
+//! addresses of the whole footprint and leave the sweep where it was.
+//!
+//! The references are split into `phases` equal phases. At each phase change the
+//! window moves to the next region of the footprint, the one starting where the
+//! previous window ended, so consecutive windows are disjoint whenever the window
+//! is at most half the footprint. The footprint's whole pages are treated as a ring:
+//! a window that passes their end continues at their start. The first window starts
+//! at a random page drawn from the tenant's layout generator, so all cores of a
+//! tenant sweep the same window; each core starts its sweep at its own random
+//! place in it, and keeps that relative place when the window moves.
+
+use super::{layout_rng, share_in_pages, stream_rng, Emitter, Phases, WorkloadConfig, PAGE_BYTES};
+use crate::rng::Rng;
+use crate::trace::{Access, Source, WRITE};
+
+/// Generator of sequential sweeps through a moving window.
+#[derive(Clone, Debug)]
+pub struct Seqscan {
+    emitter: Emitter,
+    rng: Rng,
+    phases: Phases,
+    /// Current phase (0-based).
+    phase: u32,
+    base_vaddr: u64,
+    /// Whole pages in the footprint: the ring the window moves on.
+    pages: u64,
+    /// Pages in the window.
+    window_pages: u64,
+    /// First page of the current window.
+    window_start: u64,
+    /// Access-sized slots in the window.
+    window_slots: u64,
+    /// Slot of the window the sweep reads next.
+    sweep: u64,
+    /// Access-sized slots in the footprint.
+    all_slots: u64,
+    /// log2 of the access size.
+    shift: u32,
+    hot_refs: f64,
+    write_fraction: f64,
+}
+
+impl Seqscan {
+    /// Creates the generator for one core and tenant; `cfg` must be valid.
+    pub fn new(cfg: &WorkloadConfig, core: u16, tenant: u16) -> Seqscan {
+        let footprint = cfg.footprint.bytes();
+        let pages = footprint / PAGE_BYTES;
+        let window_pages = share_in_pages(cfg.seqscan.window, footprint);
+        let shift = cfg.access_bytes.trailing_zeros();
+        let window_slots = (window_pages * PAGE_BYTES) >> shift;
+        let mut rng = stream_rng(cfg, core, tenant);
+        let sweep = rng.below(window_slots);
+        Seqscan {
+            emitter: Emitter::new(cfg, core, tenant, cfg.access_bytes),
+            rng,
+            phases: Phases { refs: cfg.refs, count: cfg.seqscan.phases },
+            phase: 0,
+            base_vaddr: cfg.base_vaddr,
+            pages,
+            window_pages,
+            window_start: layout_rng(cfg, tenant).below(pages),
+            window_slots,
+            sweep,
+            all_slots: footprint >> shift,
+            shift,
+            hot_refs: cfg.seqscan.hot_refs,
+            write_fraction: cfg.write_fraction,
+        }
+    }
+}
+
+impl Source for Seqscan {
+    fn fill(&mut self, out: &mut Vec<Access>, max: usize) -> anyhow::Result<()> {
+        let ring_bytes = self.pages * PAGE_BYTES;
+        let mut room = max;
+        while room > 0 {
+            // A loop, because phases are empty when there are fewer references than phases.
+            while self.emitter.emitted == self.phases.end(self.phase) && self.phase + 1 < self.phases.count {
+                self.phase += 1;
+                self.window_start = (self.window_start + self.window_pages) % self.pages;
+            }
+            let n = self.emitter.take_until(room, self.phases.end(self.phase));
+            if n == 0 {
+                break;
+            }
+            room -= n;
+            out.reserve(n);
+            let window_offset = self.window_start * PAGE_BYTES;
+            for _ in 0..n {
+                let offset = if self.rng.chance(self.hot_refs) {
+                    let mut offset = window_offset + (self.sweep << self.shift);
+                    if offset >= ring_bytes {
+                        offset -= ring_bytes;
+                    }
+                    self.sweep += 1;
+                    if self.sweep == self.window_slots {
+                        self.sweep = 0;
+                    }
+                    offset
+                } else {
+                    self.rng.below(self.all_slots) << self.shift
+                };
+                let flags = if self.rng.chance(self.write_fraction) { WRITE } else { 0 };
+                out.push(self.emitter.record(self.base_vaddr + offset, flags));
+            }
+        }
+        Ok(())
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        Some(self.emitter.refs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{check_common, check_determinism, check_write_share, collect, config, run};
+    use super::*;
+    use crate::units::Size;
+
+    #[test]
+    fn is_deterministic() {
+        check_determinism(&config("seqscan"));
+        let mut mixed = config("seqscan");
+        mixed.seqscan.hot_refs = 0.5;
+        check_determinism(&mixed);
+    }
+
+    #[test]
+    fn emits_exactly_refs_aligned_in_range_with_the_write_share() {
+        for hot_refs in [1.0, 0.7] {
+            let mut cfg = config("seqscan");
+            cfg.seqscan.hot_refs = hot_refs;
+            cfg.refs = 100_003;
+            let records = run(&cfg);
+            check_common(&cfg, &records, 8);
+            check_write_share(&records, 0.3);
+        }
+    }
+
+    #[test]
+    fn fewer_refs_than_phases_still_emits_all() {
+        let mut cfg = config("seqscan");
+        cfg.seqscan.phases = 8;
+        cfg.refs = 3;
+        let mut source = Seqscan::new(&cfg, 0, 0);
+        assert_eq!(collect(&mut source, 1).len(), 3);
+    }
+
+    /// Runs one phase of `scan` and checks that every access continues the sweep:
+    /// its offset from the window start, taken around the ring of pages, is the
+    /// previous one's plus the access size, modulo the window size.
+    fn check_phase_is_a_sweep(scan: &mut Seqscan, cfg: &WorkloadConfig, phase_refs: usize) {
+        let mut out = Vec::new();
+        scan.fill(&mut out, phase_refs).expect("generators do not fail");
+        let ring = scan.pages * PAGE_BYTES;
+        let window_bytes = scan.window_pages * PAGE_BYTES;
+        let start = scan.window_start * PAGE_BYTES;
+        let in_window = |vaddr: u64| (vaddr - cfg.base_vaddr + ring - start) % ring;
+        for pair in out.windows(2) {
+            let (a, b) = (in_window(pair[0].vaddr), in_window(pair[1].vaddr));
+            assert!(a < window_bytes && b < window_bytes, "access outside the window");
+            assert_eq!(b, (a + cfg.access_bytes as u64) % window_bytes);
+        }
+    }
+
+    #[test]
+    fn sweeps_wrap_inside_the_window_and_across_the_footprint_end() {
+        // 10 pages, a 3-page window and 4 phases of 2000 references: 8-byte accesses
+        // sweep the window's 1536 slots in under a phase, so each phase wraps inside
+        // its window wherever the sweep starts. Starting the window at page 8 makes the first one run past the
+        // footprint's end (pages 8, 9, 0) and the later ones cover pages 1–3, 4–6 and 7–9.
+        let mut cfg = config("seqscan");
+        cfg.footprint = Size(10 * 4096);
+        cfg.seqscan.window = 0.3;
+        cfg.refs = 8_000;
+        let mut scan = Seqscan::new(&cfg, 0, 0);
+        scan.window_start = 8;
+        let mut starts = Vec::new();
+        for _ in 0..4 {
+            check_phase_is_a_sweep(&mut scan, &cfg, 2_000);
+            starts.push(scan.window_start);
+        }
+        assert_eq!(starts, [8, 1, 4, 7]);
+    }
+
+    #[test]
+    fn window_moves_to_the_next_disjoint_region_each_phase() {
+        // Default shares: a 205-page window of 1024 pages, four phases.
+        let mut cfg = config("seqscan");
+        cfg.refs = 40_000;
+        let mut scan = Seqscan::new(&cfg, 0, 0);
+        let mut starts = Vec::new();
+        for _ in 0..4 {
+            check_phase_is_a_sweep(&mut scan, &cfg, 10_000);
+            starts.push(scan.window_start);
+        }
+        for pair in starts.windows(2) {
+            assert_eq!(pair[1], (pair[0] + 205) % 1024);
+        }
+        // Every core of a tenant sweeps the same windows.
+        let mut other_core = Seqscan::new(&cfg, 1, 0);
+        collect(&mut other_core, 10_000);
+        assert_eq!(other_core.window_start, starts[3]);
+    }
+
+    #[test]
+    fn uniform_share_lands_outside_the_window() {
+        // With hot_refs 0.6, 40 % of references are uniform over the footprint, so
+        // 0.4 · (1 - 205/1024) ≈ 32 % land outside the window; σ of the share ≈ 0.0015.
+        let mut cfg = config("seqscan");
+        cfg.seqscan.hot_refs = 0.6;
+        cfg.seqscan.phases = 1;
+        let scan = Seqscan::new(&cfg, 3, 2);
+        let ring = scan.pages * PAGE_BYTES;
+        let start = scan.window_start * PAGE_BYTES;
+        let records = run(&cfg);
+        let outside = records
+            .iter()
+            .filter(|a| (a.vaddr - cfg.base_vaddr + ring - start) % ring >= 205 * PAGE_BYTES)
+            .count() as f64
+            / records.len() as f64;
+        let expected = 0.4 * (1.0 - 205.0 / 1024.0);
+        assert!((outside - expected).abs() < 0.01, "outside share {outside}, expected {expected}");
+    }
+}
