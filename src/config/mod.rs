@@ -200,6 +200,9 @@ impl Config {
             if !POLICIES.iter().any(|p| p.0 == key) {
                 bail!("policy.{key}: unknown policy section (known policies: {})", POLICIES.iter().map(|p| p.0).collect::<Vec<_>>().join(", "));
             }
+            // Every section must be valid, not only the chosen policy's: a typo in a
+            // section meant for a later `compare` must not pass silently.
+            with_policy(key, CheckParams(self))??;
         }
         with_policy(&self.policy.name, CheckParams(self))??;
         for slot in self.slots()? {
@@ -337,9 +340,10 @@ mod tests {
     fn every_preset_loads_and_round_trips() {
         for (name, _, _) in PRESETS {
             let c = load(Some(name), &[]).unwrap_or_else(|e| panic!("preset {name}: {e}"));
+            // `tiersim config` output read back gives the same configuration.
             let text = c.to_toml().unwrap();
             let again: Config = toml::from_str(&text).unwrap_or_else(|e| panic!("preset {name} round trip: {e}"));
-            assert_eq!(toml::to_string(&again).unwrap(), toml::to_string(&Table::try_from(&again).unwrap()).unwrap());
+            assert_eq!(again.to_toml().unwrap(), text, "preset {name}");
         }
     }
 

@@ -138,6 +138,9 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
             let mut a = feed.buf[feed.pos];
             feed.pos += 1;
             a.tenant = feed.tenant;
+            if let Some(next) = feed.buf.get(feed.pos) {
+                machine.prefetch(core, &Access { tenant: feed.tenant, ..*next });
+            }
             let out = machine.access(core, &a, &mut policy);
             policy.on_reference(&a, &out, &mut Mechanisms::new(&mut machine, core));
             done_refs += 1;

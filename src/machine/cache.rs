@@ -8,7 +8,6 @@
 //! The latency of an access is the load-to-use latency of the level that hits; an
 //! access that misses every level costs the last level's latency plus the memory's.
 
-use super::setassoc::SetAssoc;
 use crate::units::Size;
 use serde::{Deserialize, Serialize};
 
@@ -71,10 +70,80 @@ pub struct CacheStats {
     pub writebacks: u64,
 }
 
+/// The lines of one cache instance: per set, `ways` 32-bit tags in recency order
+/// (most recent first). A tag is the line number above the set-index bits, plus one
+/// (0 marks an empty way), with the dirty flag in bit 31. Four bytes per line keep a
+/// 16-way set in one 64-byte host cache line, which is what makes the simulated LLC
+/// cheap to probe.
+struct TagArray {
+    ways: usize,
+    set_bits: u32,
+    tags: Vec<u32>,
+}
+
+const DIRTY_TAG: u32 = 1 << 31;
+
+impl TagArray {
+    fn new(sets: usize, ways: usize) -> TagArray {
+        TagArray { ways, set_bits: sets.trailing_zeros(), tags: vec![0; sets * ways] }
+    }
+
+    #[inline]
+    fn locate(&self, line: u64) -> (usize, u32) {
+        let set = (line & ((1 << self.set_bits) - 1)) as usize;
+        (set * self.ways, ((line >> self.set_bits) + 1) as u32)
+    }
+
+    #[inline]
+    fn line_of(&self, set_base: usize, tag: u32) -> u64 {
+        (((tag & !DIRTY_TAG) as u64 - 1) << self.set_bits) | (set_base / self.ways) as u64
+    }
+
+    /// On a hit, makes the line most recent, sets its dirty flag if `write`, returns true.
+    #[inline]
+    fn lookup(&mut self, line: u64, write: bool) -> bool {
+        let (base, tag) = self.locate(line);
+        let set = &mut self.tags[base..base + self.ways];
+        let Some(way) = set.iter().position(|&t| t & !DIRTY_TAG == tag) else { return false };
+        let t = set[way] | if write { DIRTY_TAG } else { 0 };
+        set.copy_within(0..way, 1);
+        set[0] = t;
+        true
+    }
+
+    fn peek(&self, line: u64) -> bool {
+        let (base, tag) = self.locate(line);
+        self.tags[base..base + self.ways].iter().any(|&t| t & !DIRTY_TAG == tag)
+    }
+
+    /// Inserts an absent line as most recent; returns the evicted line if it was dirty.
+    #[inline]
+    fn insert(&mut self, line: u64, dirty: bool) -> Option<u64> {
+        let (base, tag) = self.locate(line);
+        let ways = self.ways;
+        let victim = self.tags[base + ways - 1];
+        let set = &mut self.tags[base..base + ways];
+        set.copy_within(0..ways - 1, 1);
+        set[0] = tag | if dirty { DIRTY_TAG } else { 0 };
+        (victim & DIRTY_TAG != 0).then(|| self.line_of(base, victim))
+    }
+
+    /// Removes a line; returns Some(dirty) if it was present.
+    fn remove(&mut self, line: u64) -> Option<bool> {
+        let (base, tag) = self.locate(line);
+        let set = &mut self.tags[base..base + self.ways];
+        let way = set.iter().position(|&t| t & !DIRTY_TAG == tag)?;
+        let dirty = set[way] & DIRTY_TAG != 0;
+        set.copy_within(way + 1.., way);
+        set[self.ways - 1] = 0;
+        Some(dirty)
+    }
+}
+
 struct Level {
     latency: u64,
     shared: bool,
-    instances: Vec<SetAssoc>,
+    instances: Vec<TagArray>,
     hits: u64,
     misses: u64,
     writebacks: u64,
@@ -82,7 +151,7 @@ struct Level {
 
 impl Level {
     #[inline]
-    fn array(&mut self, core: usize) -> &mut SetAssoc {
+    fn array(&mut self, core: usize) -> &mut TagArray {
         let i = if self.shared { 0 } else { core };
         &mut self.instances[i]
     }
@@ -92,12 +161,6 @@ impl Level {
 pub struct Caches {
     levels: Vec<Level>,
     names: Vec<String>,
-}
-
-// Keys are line numbers + 1 (0 marks an empty way); values are the dirty flag.
-#[inline]
-fn key(line: u64) -> u64 {
-    line + 1
 }
 
 impl Caches {
@@ -111,7 +174,7 @@ impl Caches {
                 Level {
                     latency: c.latency_cycles,
                     shared: c.shared,
-                    instances: (0..n).map(|_| SetAssoc::new(sets, ways)).collect(),
+                    instances: (0..n).map(|_| TagArray::new(sets, ways)).collect(),
                     hits: 0,
                     misses: 0,
                     writebacks: 0,
@@ -144,10 +207,7 @@ impl Caches {
         let depth = self.levels.len();
         let mut hit_level = depth;
         for (i, level) in self.levels.iter_mut().enumerate() {
-            if let Some(dirty) = level.array(core).lookup(key(line), line) {
-                if write && i == 0 {
-                    *dirty = 1;
-                }
+            if level.array(core).lookup(line, write && i == 0) {
                 level.hits += 1;
                 hit_level = i;
                 break;
@@ -157,8 +217,7 @@ impl Caches {
         // Fill the levels above the hit, most distant first; the line is dirty only in
         // the first level (a write hit below the first level moves the data up).
         for i in (0..hit_level).rev() {
-            let dirty = (write && i == 0) as u64;
-            self.install(core, i, line, dirty, memory_write);
+            self.install(core, i, line, write && i == 0, memory_write);
         }
         let latency = if hit_level < depth { self.levels[hit_level].latency } else { self.llc_latency() };
         (hit_level, latency)
@@ -167,11 +226,10 @@ impl Caches {
     /// Puts `line` into level `i` with the given dirty flag, pushing a dirty victim one
     /// level down (or to memory from the last level).
     #[inline]
-    fn install(&mut self, core: usize, i: usize, line: u64, dirty: u64, memory_write: &mut impl FnMut(u64)) {
-        let victim = self.levels[i].array(core).insert(key(line), dirty, line);
-        if let Some((k, 1)) = victim {
+    fn install(&mut self, core: usize, i: usize, line: u64, dirty: bool, memory_write: &mut impl FnMut(u64)) {
+        if let Some(victim) = self.levels[i].array(core).insert(line, dirty) {
             self.levels[i].writebacks += 1;
-            self.write_back(core, i + 1, k - 1, memory_write);
+            self.write_back(core, i + 1, victim, memory_write);
         }
     }
 
@@ -181,11 +239,10 @@ impl Caches {
             memory_write(line);
             return;
         }
-        if let Some(d) = self.levels[i].array(core).lookup(key(line), line) {
-            *d = 1;
+        if self.levels[i].array(core).lookup(line, true) {
             return;
         }
-        self.install(core, i, line, 1, memory_write);
+        self.install(core, i, line, true, memory_write);
     }
 
     /// Removes every line of the physical range [`paddr`, `paddr + bytes`) from every
@@ -199,8 +256,8 @@ impl Caches {
             let mut dirty = false;
             for level in &mut self.levels {
                 for arr in &mut level.instances {
-                    if let Some(d) = arr.remove(key(line), line) {
-                        dirty |= d == 1;
+                    if let Some(d) = arr.remove(line) {
+                        dirty |= d;
                     }
                 }
             }
@@ -217,7 +274,7 @@ impl Caches {
         let first = paddr >> LINE_SHIFT;
         let last = (paddr + bytes).div_ceil(LINE_BYTES);
         (first..last).any(|line| {
-            self.levels.iter().any(|l| l.instances.iter().any(|a| a.peek(key(line), line).is_some()))
+            self.levels.iter().any(|l| l.instances.iter().any(|a| a.peek(line)))
         })
     }
 

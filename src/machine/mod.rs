@@ -31,7 +31,7 @@ use placement::{Placement, Placer};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use tier::{Tier, TierConfig};
-use tlb::{Tlb, TlbConfig, TlbEntry, TlbHit};
+use tlb::{Tlb, TlbConfig, TlbEntry, TlbHit, NO_SLOT};
 
 /// Page-table geometry.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -670,7 +670,7 @@ impl Machine {
         if write && !entry.dirty {
             // x86 sets the dirty bit with a locked update of the PTE on the first store
             // through a clean TLB entry.
-            self.set_dirty_bit(core, tenant, a.vaddr, entry.huge, obs);
+            self.set_dirty_bit(core, tenant, a.vaddr, &entry, obs);
         }
         let pfn = if entry.huge { entry.base_pfn + ((a.vaddr >> 12) & (self.huge_frames - 1)) } else { entry.base_pfn };
         let paddr = pfn << 12 | (a.vaddr & 0xfff);
@@ -695,20 +695,31 @@ impl Machine {
         RefOutcome { translation_cycles: translation, data_cycles: beyond_l1, paddr, level }
     }
 
-    fn set_dirty_bit<O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, huge: bool, obs: &mut O) {
-        let addr = match self.managed_addr(tenant, vaddr) {
-            Some(a) => a,
-            None => return,
+    /// Host-side prefetch for an upcoming reference: if it will miss the L1 TLB,
+    /// start loading its leaf page-table entry. Changes nothing simulated.
+    #[inline]
+    pub fn prefetch(&self, core: usize, a: &Access) {
+        let t = &self.tenants[a.tenant as usize];
+        if t.guest.is_none() && !self.cores[core].tlb.l1_holds(a.tenant, a.vaddr) {
+            t.table.prefetch_leaf(a.vaddr);
+        }
+    }
+
+    fn set_dirty_bit<O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, entry: &TlbEntry, obs: &mut O) {
+        let slot = if entry.slot != NO_SLOT {
+            Some(entry.slot as usize)
+        } else {
+            self.managed_addr(tenant, vaddr).and_then(|addr| self.tenants[tenant as usize].table.walk(addr, None)).map(|l| l.slot)
         };
-        if let Some(leaf) = self.tenants[tenant as usize].table.walk(addr, None) {
+        if let Some(slot) = slot {
             let t = &mut self.tenants[tenant as usize].table;
-            *t.entry_mut(leaf.slot) |= DIRTY | ACCESSED;
-            let pa = t.entry_paddr(leaf.slot);
+            *t.entry_mut(slot) |= DIRTY | ACCESSED;
+            let pa = t.entry_paddr(slot);
             let (_, lat) = self.cached(core, pa, true, MemKind::Walk, obs);
             self.cores[core].clock += lat;
             self.cores[core].stats.translation_cycles += lat;
         }
-        self.cores[core].tlb.set_dirty(tenant, vaddr, huge);
+        self.cores[core].tlb.set_dirty(tenant, vaddr, entry.huge);
     }
 
     /// The managed-space address of `vaddr`: itself for a process, its guest-physical
@@ -743,7 +754,7 @@ impl Machine {
     /// Translates `addr` in tenant's managed table with a timed walk, mapping the page
     /// on first touch. Returns (leaf entry, page-offset mask of the leaf, walk cycles).
     #[inline]
-    fn managed_walk<O: Observer>(&mut self, core: usize, tenant: u16, addr: u64, write: bool, obs: &mut O) -> Option<(u64, bool, u64)> {
+    fn managed_walk<O: Observer>(&mut self, core: usize, tenant: u16, addr: u64, write: bool, obs: &mut O) -> Option<(u64, bool, u64, usize)> {
         let ti = tenant as usize;
         let mut path = WalkPath::default();
         let mut extra = 0;
@@ -758,7 +769,7 @@ impl Machine {
         let cycles = self.walk_refs(core, &path, obs) + extra;
         let e = self.tenants[ti].table.entry_mut(leaf.slot);
         *e |= ACCESSED | if write { DIRTY } else { 0 };
-        Some((*e, leaf.huge, cycles))
+        Some((*e, leaf.huge, cycles, leaf.slot))
     }
 
     /// Handles a TLB miss: walks (two-dimensionally for VMs), takes poison faults,
@@ -768,11 +779,12 @@ impl Machine {
     fn translate_miss<O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, write: bool, obs: &mut O) -> Option<(TlbEntry, u64)> {
         self.cores[core].stats.tlb_misses += 1;
         let ti = tenant as usize;
-        let (entry, huge, mut cycles, addr) = if self.tenants[ti].guest.is_none() {
-            let (e, huge, c) = self.managed_walk(core, tenant, vaddr, write, obs)?;
-            (e, huge, c, vaddr)
+        let (entry, huge, mut cycles, addr, slot) = if self.tenants[ti].guest.is_none() {
+            let (e, huge, c, slot) = self.managed_walk(core, tenant, vaddr, write, obs)?;
+            (e, huge, c, vaddr, slot as u32)
         } else {
-            self.nested_walk(core, tenant, vaddr, write, obs)?
+            let (e, huge, c, gpa) = self.nested_walk(core, tenant, vaddr, write, obs)?;
+            (e, huge, c, gpa, NO_SLOT)
         };
         if entry & POISONED != 0 {
             // BadgerTrap (Thermostat §3.3): the walk finds a poisoned PTE and traps; the
@@ -784,12 +796,9 @@ impl Machine {
         }
         obs.on_tlb_miss(&TlbMissEvent { core, tenant, vaddr, addr, huge, walk_cycles: cycles });
         let base_pfn = entry >> 12;
-        let tlb_entry = if self.tenants[ti].guest.is_none() || huge {
-            TlbEntry { base_pfn, huge, dirty: entry & DIRTY != 0 }
-        } else {
-            // A VM page mapped small in either dimension is cached at 4 KiB.
-            TlbEntry { base_pfn, huge: false, dirty: entry & DIRTY != 0 }
-        };
+        // (A VM page mapped small in either dimension comes back from the nested walk
+        // as a 4 KiB translation.)
+        let tlb_entry = TlbEntry { base_pfn, huge, dirty: entry & DIRTY != 0, slot };
         self.cores[core].tlb.fill(tenant, vaddr, tlb_entry);
         Some((tlb_entry, cycles))
     }
@@ -829,7 +838,7 @@ impl Machine {
         // Each guest page-table entry: translate its guest-physical address, then read it.
         for i in 0..gpath.len {
             let gpa = gpath.addrs[i];
-            let (e, huge, c) = self.managed_walk(core, tenant, gpa, false, obs)?;
+            let (e, huge, c, _) = self.managed_walk(core, tenant, gpa, false, obs)?;
             cycles += c;
             let mask = if huge { huge_mask } else { 0xfff };
             let hpa = (e >> 12) << 12 | (gpa & mask);
@@ -842,7 +851,7 @@ impl Machine {
         *ge |= ACCESSED | if write { DIRTY } else { 0 };
         let gmask = if gleaf.huge { huge_mask } else { 0xfff };
         let gpa = (*ge >> 12) << 12 | (gva & gmask);
-        let (he, hhuge, c) = self.managed_walk(core, tenant, gpa, write, obs)?;
+        let (he, hhuge, c, _) = self.managed_walk(core, tenant, gpa, write, obs)?;
         cycles += c;
         let flags = he & 0xfff;
         if gleaf.huge && hhuge {
@@ -989,9 +998,11 @@ impl Machine {
         for (ci, c) in self.cores.iter().enumerate() {
             for (tenant, vaddr, e) in c.tlb.entries() {
                 let expect = self.translate_quiet(tenant, vaddr);
-                let got = if e.huge { e.base_pfn } else { e.base_pfn };
+                let got = e.base_pfn;
+                let slot_ok = e.slot == NO_SLOT
+                    || self.tenants[tenant as usize].table.walk(vaddr, None).is_some_and(|l| l.slot == e.slot as usize);
                 match expect {
-                    Some((pfn, huge)) if pfn == got && huge == e.huge => {}
+                    Some((pfn, huge)) if pfn == got && huge == e.huge && slot_ok => {}
                     other => {
                         return Err(format!(
                             "core {ci}: stale TLB entry for tenant {tenant} vaddr {vaddr:#x}: TLB says frame {got:#x} (huge {}), page tables say {other:?}",

@@ -181,6 +181,24 @@ impl PageTable {
         }
     }
 
+    /// Hints the host to fetch the leaf entry of `va` (the upper levels are small and
+    /// stay in the host's caches; the leaf level is large and random). No effect on
+    /// the simulation.
+    #[inline]
+    pub fn prefetch_leaf(&self, va: u64) {
+        let mut base = 0usize;
+        let mut level = self.levels;
+        while level > 1 {
+            let e = self.entries[base + self.index(va, level)];
+            if e & PRESENT == 0 || e & HUGE != 0 {
+                return;
+            }
+            base = (e >> 12) as usize * CHUNK;
+            level -= 1;
+        }
+        crate::machine::tier::prefetch(&self.entries[base + self.index(va, 1)]);
+    }
+
     /// The slot of the level-`stop` entry covering `va`, creating missing nodes above it.
     fn slot_at(&mut self, va: u64, stop: u32, frames: &mut impl NodeFrames) -> Option<usize> {
         let mut base = 0usize;

@@ -474,6 +474,26 @@ pub struct Tier {
     endurance_writes: u64,
     /// 64-byte line writes per 4 KiB frame; empty when endurance is unlimited.
     frame_writes: Vec<u32>,
+    /// Wear increments not yet applied to `frame_writes` (frame + 1; 0 = empty slot).
+    /// The counter array is large and written at random, so each increment first
+    /// prefetches its counter and is applied `WEAR_RING` writes later, when the line
+    /// has arrived; the queries below count pending increments too.
+    pending_wear: [u32; WEAR_RING],
+    pending_pos: usize,
+}
+
+const WEAR_RING: usize = 16;
+
+/// Hints the host CPU to load the cache line holding `p` (no effect elsewhere).
+#[inline(always)]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint; it never faults, even for invalid addresses.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 impl std::fmt::Debug for Tier {
@@ -530,6 +550,8 @@ impl Tier {
             static_mw_per_gib: cfg.static_mw_per_gib,
             endurance_writes: cfg.endurance_writes,
             frame_writes: vec![0; frames],
+            pending_wear: [0; WEAR_RING],
+            pending_pos: 0,
         })
     }
 
@@ -594,12 +616,29 @@ impl Tier {
         bank.free_at = finish;
         bank.open_row = at.row;
         self.kind_counts[k] += 1;
-        if write {
-            if let Some(w) = self.frame_writes.get_mut((addr >> FRAME_SHIFT) as usize) {
+        if write && !self.frame_writes.is_empty() {
+            self.count_wear(addr >> FRAME_SHIFT);
+        }
+        Served { finish, device, row_hit }
+    }
+
+    /// Queues one line write to `frame`, applying the oldest queued one.
+    #[inline]
+    fn count_wear(&mut self, frame: u64) {
+        if let Some(w) = self.frame_writes.get(frame as usize) {
+            prefetch(w);
+            let old = std::mem::replace(&mut self.pending_wear[self.pending_pos], frame as u32 + 1);
+            self.pending_pos = (self.pending_pos + 1) % WEAR_RING;
+            if old != 0 {
+                let w = &mut self.frame_writes[old as usize - 1];
                 *w = w.saturating_add(1);
             }
         }
-        Served { finish, device, row_hit }
+    }
+
+    /// Queued increments for `frame`.
+    fn pending_for(&self, frame: u64) -> u32 {
+        self.pending_wear.iter().filter(|&&p| p as u64 == frame + 1).count() as u32
     }
 
     /// The channel, bank and row of tier-local address `addr`.
@@ -635,7 +674,7 @@ impl Tier {
     /// 64-byte line writes so far to tier-local 4 KiB frame `frame` (0 when the tier's
     /// endurance is unlimited, since wear is then not tracked). Saturates at `u32::MAX`.
     pub fn frame_writes(&self, frame: u64) -> u32 {
-        self.frame_writes.get(frame as usize).copied().unwrap_or(0)
+        self.frame_writes.get(frame as usize).map_or(0, |&w| w.saturating_add(self.pending_for(frame)))
     }
 
     /// Years until the most-written frame wears out if the write rate of the run so far
@@ -643,7 +682,9 @@ impl Tier {
     /// its 64 lines: `endurance × 64 × seconds / max_frame_writes`. None when endurance
     /// is unlimited, nothing was written or `seconds` is not positive.
     pub fn lifetime_years(&self, seconds: f64) -> Option<f64> {
-        let most = *self.frame_writes.iter().max()?;
+        let settled = *self.frame_writes.iter().max()?;
+        let pending = self.pending_wear.iter().filter(|&&p| p != 0).map(|&p| self.frame_writes(p as u64 - 1)).max();
+        let most = settled.max(pending.unwrap_or(0));
         if most == 0 || seconds.is_nan() || seconds <= 0.0 {
             return None;
         }

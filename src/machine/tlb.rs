@@ -89,7 +89,14 @@ pub struct TlbEntry {
     pub base_pfn: u64,
     pub huge: bool,
     pub dirty: bool,
+    /// Where the leaf PTE lives in the simulator's page table ([`NO_SLOT`] if unknown),
+    /// so that setting the dirty bit does not need a second host-side walk. It is
+    /// simulator bookkeeping, not hardware state.
+    pub slot: u32,
 }
+
+/// `TlbEntry::slot` when the leaf's slot is not recorded (VM translations).
+pub const NO_SLOT: u32 = u32::MAX;
 
 const VALID: u64 = 1 << 63;
 const HUGE_KEY: u64 = 1 << 62;
@@ -99,9 +106,17 @@ fn key(tenant: u16, vpn: u64, huge: bool) -> u64 {
     VALID | if huge { HUGE_KEY } else { 0 } | (tenant as u64) << 46 | vpn
 }
 
+// Values pack the leaf slot (32 bits), the frame (31 bits, 8 TiB of physical memory)
+// and the dirty flag.
 #[inline]
-fn value(base_pfn: u64, dirty: bool) -> u64 {
-    base_pfn << 1 | dirty as u64
+fn value(e: &TlbEntry) -> u64 {
+    debug_assert!(e.base_pfn < 1 << 31, "frame number beyond 8 TiB");
+    (e.slot as u64) << 32 | e.base_pfn << 1 | e.dirty as u64
+}
+
+#[inline]
+fn entry(v: u64, huge: bool) -> TlbEntry {
+    TlbEntry { base_pfn: (v >> 1) & ((1 << 31) - 1), huge, dirty: v & 1 != 0, slot: (v >> 32) as u32 }
 }
 
 /// The TLBs of one core.
@@ -143,34 +158,41 @@ impl Tlb {
         let small = vaddr >> 12;
         let huge = vaddr >> self.huge_shift;
         if let Some(v) = self.l1_small.lookup(key(tenant, small, false), small) {
-            return Some((TlbHit::L1, TlbEntry { base_pfn: *v >> 1, huge: false, dirty: *v & 1 != 0 }));
+            return Some((TlbHit::L1, entry(*v, false)));
         }
         if let Some(v) = self.l1_huge.lookup(key(tenant, huge, true), huge) {
-            return Some((TlbHit::L1, TlbEntry { base_pfn: *v >> 1, huge: true, dirty: *v & 1 != 0 }));
+            return Some((TlbHit::L1, entry(*v, true)));
         }
         for is_huge in [false, true] {
             let vpn = if is_huge { huge } else { small };
             if let Some(v) = self.l2_for(is_huge).lookup(key(tenant, vpn, is_huge), vpn).copied() {
                 let l1 = if is_huge { &mut self.l1_huge } else { &mut self.l1_small };
                 l1.insert(key(tenant, vpn, is_huge), v, vpn);
-                return Some((TlbHit::L2, TlbEntry { base_pfn: v >> 1, huge: is_huge, dirty: v & 1 != 0 }));
+                return Some((TlbHit::L2, entry(v, is_huge)));
             }
         }
         None
     }
 
-    /// Installs a translation in the L1 and L2 TLBs of its size (after a walk).
+    /// Whether an L1 TLB holds the translation of `vaddr` (no recency update).
     #[inline]
-    pub fn fill(&mut self, tenant: u16, vaddr: u64, entry: TlbEntry) {
-        let vpn = if entry.huge { vaddr >> self.huge_shift } else { vaddr >> 12 };
-        let k = key(tenant, vpn, entry.huge);
-        let v = value(entry.base_pfn, entry.dirty);
-        let l1 = if entry.huge { &mut self.l1_huge } else { &mut self.l1_small };
-        l1.remove(k, vpn);
+    pub fn l1_holds(&self, tenant: u16, vaddr: u64) -> bool {
+        let small = vaddr >> 12;
+        let huge = vaddr >> self.huge_shift;
+        self.l1_small.peek(key(tenant, small, false), small).is_some() || self.l1_huge.peek(key(tenant, huge, true), huge).is_some()
+    }
+
+    /// Installs a translation in the L1 and L2 TLBs of its size after a walk; the
+    /// translation must not be cached already (a walk follows a miss in both levels).
+    #[inline]
+    pub fn fill(&mut self, tenant: u16, vaddr: u64, e: TlbEntry) {
+        let vpn = if e.huge { vaddr >> self.huge_shift } else { vaddr >> 12 };
+        let k = key(tenant, vpn, e.huge);
+        let v = value(&e);
+        let l1 = if e.huge { &mut self.l1_huge } else { &mut self.l1_small };
+        debug_assert!(l1.peek(k, vpn).is_none(), "filling a cached translation");
         l1.insert(k, v, vpn);
-        let l2 = self.l2_for(entry.huge);
-        l2.remove(k, vpn);
-        l2.insert(k, v, vpn);
+        self.l2_for(e.huge).insert(k, v, vpn);
     }
 
     /// Marks the cached translation of `vaddr` dirty in every array that holds it.
@@ -219,7 +241,7 @@ impl Tlb {
                 let huge = k & HUGE_KEY != 0;
                 let vpn = k & ((1 << 46) - 1);
                 let vaddr = if huge { vpn << self.huge_shift } else { vpn << 12 };
-                out.push((((k >> 46) & 0xffff) as u16, vaddr, TlbEntry { base_pfn: v >> 1, huge, dirty: v & 1 != 0 }));
+                out.push((((k >> 46) & 0xffff) as u16, vaddr, entry(v, huge)));
             }
         }
         out
@@ -248,7 +270,7 @@ mod tests {
     #[test]
     fn l1_conflict_falls_back_to_l2() {
         let mut t = Tlb::new(&tiny(), 21);
-        let e = |pfn| TlbEntry { base_pfn: pfn, huge: false, dirty: false };
+        let e = |pfn| TlbEntry { base_pfn: pfn, huge: false, dirty: false, slot: NO_SLOT };
         // Pages 0 and 2 map to L1 set 0 (vpn & 1 == 0): the second evicts the first from L1,
         // but L2 (2 ways, one set) keeps both.
         t.fill(0, 0x0000, e(7));
@@ -257,20 +279,21 @@ mod tests {
         assert_eq!(t.lookup(0, 0x0123).map(|(h, x)| (h, x.base_pfn)), Some((TlbHit::L2, 7)));
         // The L2 hit refilled L1, so the next lookup hits L1.
         assert_eq!(t.lookup(0, 0x0123).map(|(h, _)| h), Some(TlbHit::L1));
-        // A third page evicts the least recent from L2 (page 2, since page 0 was just used).
+        // A third page in the same sets: L1 set 0 now holds page 4, and the 2-way L2
+        // keeps the two most recent (4, then 0), so page 2 is gone from both levels.
         t.fill(0, 0x4000, e(11));
-        t.lookup(0, 0x0000);
-        assert!(t.invalidate(0, 0x2000, false), "page 2 is still in L1");
         assert_eq!(t.lookup(0, 0x2000), None);
+        assert!(t.invalidate(0, 0x0000, false), "page 0 is still in L2");
+        assert_eq!(t.lookup(0, 0x0000), None);
     }
 
     #[test]
     fn sizes_and_tenants_are_separate() {
         let mut t = Tlb::new(&TlbConfig::default(), 21);
-        t.fill(1, 0x20_0000, TlbEntry { base_pfn: 512, huge: true, dirty: false });
+        t.fill(1, 0x20_0000, TlbEntry { base_pfn: 512, huge: true, dirty: false, slot: 7 });
         assert_eq!(t.lookup(2, 0x20_0000), None, "another tenant's translation");
         let (hit, e) = t.lookup(1, 0x3f_ffff).unwrap();
-        assert_eq!((hit, e.base_pfn, e.huge), (TlbHit::L1, 512, true));
+        assert_eq!((hit, e.base_pfn, e.huge, e.slot), (TlbHit::L1, 512, true, 7));
         t.set_dirty(1, 0x20_0000, true);
         assert!(t.lookup(1, 0x20_0000).unwrap().1.dirty);
         t.flush_tenant(1);
@@ -281,11 +304,11 @@ mod tests {
     fn unified_l2_holds_both_sizes() {
         let cfg = TlbConfig { l2_split: false, ..tiny() };
         let mut t = Tlb::new(&cfg, 21);
-        t.fill(0, 0, TlbEntry { base_pfn: 1, huge: false, dirty: false });
-        t.fill(0, 0x40_0000, TlbEntry { base_pfn: 1024, huge: true, dirty: false });
+        t.fill(0, 0, TlbEntry { base_pfn: 1, huge: false, dirty: false, slot: NO_SLOT });
+        t.fill(0, 0x40_0000, TlbEntry { base_pfn: 1024, huge: true, dirty: false, slot: NO_SLOT });
         // Evict both from L1 with conflicting fills of each size.
-        t.fill(0, 0x2000, TlbEntry { base_pfn: 2, huge: false, dirty: false });
-        t.fill(0, 0x80_0000, TlbEntry { base_pfn: 2048, huge: true, dirty: false });
+        t.fill(0, 0x2000, TlbEntry { base_pfn: 2, huge: false, dirty: false, slot: NO_SLOT });
+        t.fill(0, 0x80_0000, TlbEntry { base_pfn: 2048, huge: true, dirty: false, slot: NO_SLOT });
         // The unified L2 has 2 ways: it now holds the two most recent fills only.
         assert_eq!(t.lookup(0, 0x80_0000).map(|(h, _)| h), Some(TlbHit::L1));
         assert_eq!(t.lookup(0, 0).map(|(h, _)| h), None);

@@ -10,7 +10,7 @@ pub trait Params {
 }
 
 /// Declares a documented parameter struct:
-/// ```ignore
+/// ```text
 /// params! {
 ///     /// Parameters of the round-robin baseline.
 ///     pub struct RoundRobinConfig {

@@ -29,7 +29,7 @@ mod hotspot;
 pub mod permute;
 mod seqscan;
 mod uniform;
-pub mod zipf;
+mod zipf;
 
 use crate::rng::Rng;
 use crate::trace::{Access, Source};
@@ -179,7 +179,7 @@ impl WorkloadConfig {
         if footprint < PAGE_BYTES {
             bail!("workload.footprint: must be at least 4KiB, got {}", self.footprint);
         }
-        if footprint % self.access_bytes as u64 != 0 {
+        if !footprint.is_multiple_of(self.access_bytes as u64) {
             bail!(
                 "workload.footprint: must be a multiple of access_bytes ({}), got {}",
                 self.access_bytes,
@@ -190,10 +190,10 @@ impl WorkloadConfig {
             bail!("workload.refs: must be greater than 0, got 0");
         }
         check_fraction("workload.write_fraction", self.write_fraction)?;
-        if self.base_vaddr % PAGE_BYTES != 0 {
+        if !self.base_vaddr.is_multiple_of(PAGE_BYTES) {
             bail!("workload.base_vaddr: must be 4 KiB aligned, got {:#x}", self.base_vaddr);
         }
-        if self.base_vaddr.checked_add(footprint).map_or(true, |end| end > USER_SPACE_END) {
+        if self.base_vaddr.checked_add(footprint).is_none_or(|end| end > USER_SPACE_END) {
             bail!(
                 "workload.base_vaddr: base_vaddr + footprint must not exceed 2^47 (canonical user space), got {:#x} + {}",
                 self.base_vaddr,
@@ -301,14 +301,15 @@ impl Emitter {
         self.take_until(max, self.refs)
     }
 
+    /// Returns the template record with `vaddr` and `flags` filled in.
     #[inline]
     fn record(&self, vaddr: u64, flags: u8) -> Access {
         Access { vaddr, flags, ..self.template }
     }
 }
 
-/// Splits `refs` references into `count` phases of equal length (the first ones one
-/// shorter when `refs` does not divide evenly).
+/// Splits `refs` references into `count` phases of equal length (differing by at
+/// most one reference when `refs` does not divide evenly).
 #[derive(Clone, Copy, Debug)]
 struct Phases {
     refs: u64,
@@ -451,7 +452,8 @@ pub(crate) mod tests {
             error_after(|c| c.hotspot.hot_size = 1.5),
             "workload.hotspot.hot_size: must be in (0, 1], got 1.5"
         );
-        let cases: [(&str, fn(&mut WorkloadConfig)); 16] = [
+        type Change = fn(&mut WorkloadConfig);
+        let cases: [(&str, Change); 16] = [
             ("workload.footprint:", |c| c.footprint = Size(4095)),
             ("workload.footprint:", |c| c.footprint = Size(4096 + 4)),
             ("workload.refs:", |c| c.refs = 0),

