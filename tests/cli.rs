@@ -1,0 +1,123 @@
+//! The command line as a user runs it: outputs, and one-line errors with exit code 2
+//! for bad input.
+
+use std::process::{Command, Output};
+
+fn tiersim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tiersim")).args(args).output().unwrap()
+}
+
+/// Runs a command that must fail on bad input: exit code 2, one line on stderr that
+/// contains `needle`, no panic.
+fn bad(args: &[&str], needle: &str) {
+    let out = tiersim(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line expected, got {err}");
+    assert!(err.contains(needle), "{args:?}: `{needle}` not in {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bad_input_names_the_field() {
+    bad(&["run", "--set", "machine.tlb.l1_small_entires=64"], "machine.tlb");
+    bad(&["run", "--policy", "magic"], "unknown policy `magic`");
+    bad(&["run", "--preset", "dram9000"], "unknown preset `dram9000`");
+    bad(&["run", "--workload", "quake"], "unknown workload");
+    bad(&["run", "--footprint", "0"], "workload.footprint");
+    bad(&["run", "--footprint", "lots"], "workload.footprint");
+    bad(&["run", "--refs=-5"], "--refs");
+    bad(&["run", "--set", "machine.tiers.fast.capacity=\"-2GiB\""], "machine.tiers.fast.capacity");
+    bad(&["run", "--set", "machine.cores=0"], "machine.cores");
+    bad(&["run", "--set", "machine.caches.0.ways=3"], "machine.caches[0]");
+    bad(
+        &["run", "--footprint", "1GiB", "--set", "machine.tiers.fast.capacity=\"100MiB\"", "--set", "machine.tiers.slow.capacity=\"100MiB\""],
+        "larger than all tiers",
+    );
+    bad(&["run", "--config", "/nonexistent/tiersim.toml"], "/nonexistent/tiersim.toml");
+    bad(&["compare", "--policies", "all-fast,first-touch", "--baseline", "all-slow"], "--baseline");
+}
+
+#[test]
+fn run_writes_json_and_csv() {
+    let dir = std::env::temp_dir().join(format!("tiersim-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    let csv = dir.join("r.csv");
+    let out = tiersim(&[
+        "run",
+        "--workload",
+        "zipf",
+        "--footprint",
+        "32MiB",
+        "--refs",
+        "100000",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for key in ["references", "cycles", "ipc", "amat_ns", "fast_tier_fraction", "migrations", "migrated_bytes", "energy_j"] {
+        assert!(v["summary"][key].is_number(), "summary.{key} missing");
+    }
+    assert_eq!(v["summary"]["references"], 100000);
+    assert!(v["sim"]["wall_seconds"].is_number() && v["sim"]["references_per_second"].is_number());
+    assert!(v["epochs"].as_array().is_some_and(|e| !e.is_empty()));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().count(), 2);
+    assert!(text.starts_with("policy,references"));
+}
+
+#[test]
+fn compare_prints_one_row_per_policy() {
+    let out = tiersim(&[
+        "compare",
+        "--policies",
+        "all-fast,first-touch,all-slow",
+        "--baseline",
+        "all-fast",
+        "--workload",
+        "hotspot",
+        "--footprint",
+        "32MiB",
+        "--refs",
+        "50000",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = |p: &str| text.lines().find(|l| l.starts_with(p)).unwrap_or_else(|| panic!("no row for {p}:\n{text}")).to_string();
+    assert!(row("all-fast ").contains("1.000"), "the baseline is 1.000:\n{text}");
+    row("first-touch");
+    row("all-slow");
+}
+
+#[test]
+fn policies_and_config_commands() {
+    let out = tiersim(&["policies"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for p in ["all-fast", "all-slow", "first-touch", "flat-static", "round-robin"] {
+        assert!(text.contains(p), "{p} missing");
+    }
+    assert!(text.contains("fast_pages = 4"), "round-robin's parameter with its default");
+    let out = tiersim(&["config", "--preset", "spar"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("huge_page = \"512KiB\""));
+    // The printed configuration is accepted back as a config file.
+    let path = std::env::temp_dir().join(format!("tiersim-spar-{}.toml", std::process::id()));
+    std::fs::write(&path, text.as_bytes()).unwrap();
+    let again = tiersim(&["config", "--config", path.to_str().unwrap()]);
+    assert_eq!(String::from_utf8_lossy(&again.stdout), text);
+}
+
+#[test]
+fn demo_runs_the_baselines() {
+    let out = tiersim(&["demo"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for p in ["all-fast", "first-touch", "flat-static", "round-robin", "all-slow"] {
+        assert!(text.lines().any(|l| l.starts_with(p)), "{p} row missing:\n{text}");
+    }
+}

@@ -1,0 +1,150 @@
+//! End-to-end runs through the library: determinism, the ordering of the baselines,
+//! the AMAT of the slow tier against its configured latencies, and `--verify` on
+//! every baseline and workload.
+
+use tiersim::config::{Config, Sources};
+use tiersim::engine::{run, RunOptions};
+use tiersim::policy::registry::POLICIES;
+use tiersim::report::Report;
+use tiersim::workload::WORKLOADS;
+
+fn config(sets: &[&str]) -> Config {
+    Config::load(&Sources { sets: sets.iter().map(|s| s.to_string()).collect(), ..Default::default() }).unwrap()
+}
+
+fn run_cfg(cfg: &Config, verify: bool) -> Report {
+    run(cfg, &RunOptions { verify, progress: false }).unwrap()
+}
+
+fn without_wall_time(r: &Report) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap();
+    let sim = v["sim"].as_object_mut().unwrap();
+    sim.remove("wall_seconds");
+    sim.remove("references_per_second");
+    v
+}
+
+#[test]
+fn same_seed_same_report() {
+    let cfg = config(&[
+        "workload.name=\"zipf\"",
+        "workload.footprint=\"64MiB\"",
+        "workload.refs=200000",
+        "engine.epoch_cycles=2000000",
+        "policy.name=\"round-robin\"",
+    ]);
+    let (a, b) = (run_cfg(&cfg, false), run_cfg(&cfg, false));
+    assert!(a.epochs.len() > 3, "the time series has several epochs");
+    assert_eq!(without_wall_time(&a), without_wall_time(&b));
+    let other = config(&[
+        "workload.name=\"zipf\"",
+        "workload.footprint=\"64MiB\"",
+        "workload.refs=200000",
+        "workload.seed=2",
+        "policy.name=\"round-robin\"",
+    ]);
+    assert_ne!(run_cfg(&other, false).summary.cycles, a.summary.cycles);
+}
+
+#[test]
+fn multi_core_mix_is_deterministic() {
+    let src = Sources {
+        mix: vec!["gups".into(), "hotspot".into()],
+        sets: vec!["workload.footprint=\"16MiB\"".into(), "workload.refs=50000".into()],
+        ..Default::default()
+    };
+    let cfg = Config::load(&src).unwrap();
+    let (a, b) = (run_cfg(&cfg, true), run_cfg(&cfg, true));
+    assert_eq!(a.cores.len(), 2);
+    assert!(a.cores.iter().all(|c| c.stats.references == 50000));
+    assert_eq!(without_wall_time(&a), without_wall_time(&b));
+}
+
+#[test]
+fn baselines_are_ordered_when_the_hot_set_fits_the_fast_tier() {
+    // Hot set 10 % of 256 MiB; fast tier 25 %: first touch catches most hot pages.
+    let cycles = |policy: &str| {
+        let cfg = config(&[
+            "workload.name=\"hotspot\"",
+            "workload.footprint=\"256MiB\"",
+            "workload.refs=300000",
+            "workload.hotspot.hot_size=0.1",
+            &format!("policy.name=\"{policy}\""),
+        ]);
+        run_cfg(&cfg, false).summary.cycles
+    };
+    let (fast, first, slow) = (cycles("all-fast"), cycles("first-touch"), cycles("all-slow"));
+    assert!(fast <= first && first <= slow, "all-fast {fast}, first-touch {first}, all-slow {slow}");
+    assert!(fast < slow);
+}
+
+#[test]
+fn all_slow_amat_matches_the_slow_tier_latencies() {
+    // A read-only mix: demand memory accesses are reads, so the slow tier's read
+    // latencies, weighted by the observed row-buffer hits and misses, predict the AMAT;
+    // queueing among reads may add a little. (With writes, the tier serves requests in
+    // arrival order, so reads also queue behind 171 ns PCM array writes: see
+    // docs/machine.md.)
+    let cfg = config(&[
+        "workload.name=\"hotspot\"",
+        "workload.footprint=\"256MiB\"",
+        "workload.refs=300000",
+        "workload.write_fraction=0.0",
+        "policy.name=\"all-slow\"",
+    ]);
+    let r = run_cfg(&cfg, false);
+    let slow = &cfg.machine.tiers.slow;
+    let t = &r.tiers[1];
+    assert_eq!(r.summary.fast_tier_fraction, 0.0);
+    let hits = t.row_hits as f64;
+    let misses = t.row_misses as f64;
+    assert_eq!(t.writes, 0);
+    let predicted = (hits * slow.read_hit_ns + misses * slow.read_miss_ns) / (hits + misses);
+    let amat = r.summary.amat_ns;
+    assert!((amat - predicted).abs() <= 0.10 * predicted, "AMAT {amat:.1} ns, predicted {predicted:.1} ns");
+}
+
+#[test]
+fn everything_fits_in_the_fast_tier() {
+    let cfg = config(&[
+        "workload.name=\"uniform\"",
+        "workload.footprint=\"16MiB\"",
+        "workload.refs=100000",
+        "machine.tiers.fast.capacity=\"200%\"",
+        "policy.name=\"first-touch\"",
+    ]);
+    let r = run_cfg(&cfg, false);
+    assert_eq!(r.summary.fast_tier_fraction, 1.0);
+    assert_eq!(r.tiers[1].data_frames, 0);
+}
+
+#[test]
+fn verify_passes_for_every_baseline_on_every_workload() {
+    for (workload, _) in WORKLOADS {
+        for (policy, _) in POLICIES {
+            let cfg = config(&[
+                &format!("workload.name=\"{workload}\""),
+                "workload.footprint=\"8MiB\"",
+                "workload.refs=20000",
+                "engine.epoch_cycles=200000",
+                &format!("policy.name=\"{policy}\""),
+            ]);
+            let r = run(&cfg, &RunOptions { verify: true, progress: false })
+                .unwrap_or_else(|e| panic!("{policy} on {workload}: {e}"));
+            assert!(r.sim.verified_reads > 0 || workload == &"gups" && r.summary.references == 0);
+        }
+    }
+}
+
+#[test]
+fn vm_tenants_with_huge_pages_run_verified() {
+    let cfg = config(&[
+        "workload.name=\"hotspot\"",
+        "workload.footprint=\"32MiB\"",
+        "workload.refs=50000",
+        "tenant_kind=\"vm\"",
+        "machine.page_table.thp=true",
+    ]);
+    let r = run_cfg(&cfg, true);
+    assert!(r.cores[0].stats.walk_references >= 15 * r.cores[0].stats.tlb_misses / 2);
+}
