@@ -33,7 +33,7 @@ impl Size {
             .parse()
             .map_err(|_| format!("`{text}` is not a size (expected e.g. 4096, 64KiB, 2MB, 8GiB)"))?;
         let bytes = value * mult as f64;
-        if !(bytes.is_finite() && bytes >= 0.0 && bytes < 1.8e19) || bytes.fract() != 0.0 {
+        if !(0.0..1.8e19).contains(&bytes) || bytes.fract() != 0.0 {
             return Err(format!("`{text}` is not a whole number of bytes"));
         }
         Ok(Size(bytes as u64))
@@ -45,7 +45,7 @@ impl fmt::Display for Size {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const UNITS: [(u64, &str); 4] = [(1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
         for (m, name) in UNITS {
-            if self.0 >= m && self.0 % m == 0 {
+            if self.0 >= m && self.0.is_multiple_of(m) {
                 return write!(f, "{}{}", self.0 / m, name);
             }
         }

@@ -217,7 +217,7 @@ impl Progress {
             return;
         }
         self.checks += 1;
-        if self.checks % 64 != 0 {
+        if !self.checks.is_multiple_of(64) {
             return;
         }
         let now = Instant::now();

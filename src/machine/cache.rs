@@ -49,7 +49,7 @@ pub const LINE_BYTES: u64 = 1 << LINE_SHIFT;
 impl CacheConfig {
     pub fn validate(&self, index: usize) -> anyhow::Result<()> {
         let lines = self.size.bytes() / LINE_BYTES;
-        if self.ways == 0 || lines == 0 || lines % self.ways as u64 != 0 || !(lines / self.ways as u64).is_power_of_two() {
+        if self.ways == 0 || lines == 0 || !lines.is_multiple_of(self.ways as u64) || !(lines / self.ways as u64).is_power_of_two() {
             anyhow::bail!(
                 "machine.caches[{index}] ({}): size {} with {} ways must give a power-of-two number of 64-byte sets",
                 self.name,

@@ -611,8 +611,8 @@ impl Machine {
                 overflow.push(line);
             }
         });
-        for i in 0..n_wb {
-            self.memory(core, wbs[i] << 6, true, MemKind::Writeback, now, obs);
+        for &line in &wbs[..n_wb] {
+            self.memory(core, line << 6, true, MemKind::Writeback, now, obs);
         }
         for line in overflow {
             self.memory(core, line << 6, true, MemKind::Writeback, now, obs);
@@ -819,14 +819,9 @@ impl Machine {
             None => {
                 // The guest OS maps the page on first touch, linearly in guest-physical space.
                 let huge = thp;
-                let gpfn = if huge {
-                    let n = huge_mask as u64 + 1 >> 12;
-                    guest.next_gpfn = guest.next_gpfn.div_ceil(n) * n;
-                    guest.next_gpfn
-                } else {
-                    guest.next_gpfn
-                };
-                guest.next_gpfn = gpfn + if huge { (huge_mask + 1) >> 12 } else { 1 };
+                let frames = if huge { (huge_mask + 1) >> 12 } else { 1 };
+                let gpfn = guest.next_gpfn.div_ceil(frames) * frames;
+                guest.next_gpfn = gpfn + frames;
                 let mut next = guest.next_gpfn;
                 guest.table.map(gva, gpfn, huge, 0, &mut GuestFrames(&mut next)).expect("guest frames are unlimited");
                 guest.next_gpfn = next;
@@ -872,9 +867,7 @@ impl Machine {
         let ti = tenant as usize;
         let huge_bytes = 1u64 << self.huge_shift;
         let want_huge = self.cfg.page_table.thp && self.tenants[ti].table.small_node(addr).is_none();
-        let caps: Vec<u64> = (0..self.tiers.len()).map(|t| self.alloc.frames(t)).collect();
-        let free: Vec<u64> = (0..self.tiers.len()).map(|t| self.alloc.free_frames(t)).collect();
-        let first = self.placer.choose(&caps, &free);
+        let first = self.placer.choose(&self.alloc);
         let order = std::iter::once(first).chain((0..self.tiers.len()).filter(|&t| t != first));
         let mut placed = None;
         for t in order {

@@ -1,5 +1,6 @@
 //! Where a page goes on first touch.
 
+use super::alloc::FrameAllocator;
 use serde::{Deserialize, Serialize};
 
 /// Initial placement of newly touched pages.
@@ -36,28 +37,29 @@ impl Placer {
         self.mode
     }
 
-    /// The preferred tier for the next page, given each tier's capacity in frames.
-    pub fn choose(&mut self, capacity: &[u64], free: &[u64]) -> usize {
-        let tier = match self.mode {
+    /// The preferred tier for the next page, given the tiers' capacities and free frames.
+    pub fn choose(&mut self, frames: &FrameAllocator) -> usize {
+        let tiers = frames.tier_count();
+        let capacity = |t: usize| frames.frames(t);
+        match self.mode {
             Placement::FastFirst => 0,
-            Placement::SlowOnly => 1.min(capacity.len() - 1),
-            Placement::Interleave => (0..capacity.len())
-                .filter(|&t| capacity[t] > 0)
+            Placement::SlowOnly => 1.min(tiers - 1),
+            Placement::Interleave => (0..tiers)
+                .filter(|&t| capacity(t) > 0)
                 .min_by(|&a, &b| {
                     // Compare placed_a / cap_a with placed_b / cap_b without division.
-                    let lhs = self.placed[a] as u128 * capacity[b] as u128;
-                    let rhs = self.placed[b] as u128 * capacity[a] as u128;
+                    let lhs = self.placed[a] as u128 * capacity(b) as u128;
+                    let rhs = self.placed[b] as u128 * capacity(a) as u128;
                     lhs.cmp(&rhs).then(a.cmp(&b))
                 })
                 .unwrap_or(0),
             Placement::RoundRobin { fast, slow } => {
                 let period = (fast + slow).max(1) as u64;
-                let t = if self.turn % period < fast as u64 && free[0] > 0 { 0 } else { 1.min(capacity.len() - 1) };
+                let t = if self.turn % period < fast as u64 && frames.free_frames(0) > 0 { 0 } else { 1.min(tiers - 1) };
                 self.turn += 1;
                 t
             }
-        };
-        tier
+        }
     }
 
     /// Records that a page went to `tier` (after fallbacks).
@@ -74,10 +76,10 @@ mod tests {
     fn interleave_follows_capacity_ratio() {
         // Fast 1 : slow 3 → of 8 pages, 2 fast and 6 slow, in the order that keeps fill equal.
         let mut p = Placer::new(Placement::Interleave, 2);
-        let caps = [100, 300];
+        let frames = FrameAllocator::new(&[100, 300], 512);
         let mut seq = Vec::new();
         for _ in 0..8 {
-            let t = p.choose(&caps, &[1, 1]);
+            let t = p.choose(&frames);
             p.placed(t, 1);
             seq.push(t);
         }
@@ -87,8 +89,10 @@ mod tests {
     #[test]
     fn round_robin_four_and_four_then_slow_when_fast_full() {
         let mut p = Placer::new(Placement::RoundRobin { fast: 4, slow: 4 }, 2);
-        let seq: Vec<_> = (0..10).map(|_| p.choose(&[8, 8], &[1, 1])).collect();
+        let mut frames = FrameAllocator::new(&[8, 8], 512);
+        let seq: Vec<_> = (0..10).map(|_| p.choose(&frames)).collect();
         assert_eq!(seq, vec![0, 0, 0, 0, 1, 1, 1, 1, 0, 0]);
-        assert_eq!(p.choose(&[8, 8], &[0, 1]), 1, "fast tier full");
+        while frames.alloc(0, super::super::alloc::Colour::ANY).is_some() {}
+        assert_eq!(p.choose(&frames), 1, "fast tier full");
     }
 }

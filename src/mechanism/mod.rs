@@ -367,7 +367,7 @@ impl<'a> Mechanisms<'a> {
             return Err(MechError::Incomplete);
         }
         let base = entries[0] >> 12;
-        let in_place = base % n == 0
+        let in_place = base.is_multiple_of(n)
             && self.m.tier_of(base) == to
             && entries.iter().enumerate().all(|(i, &e)| e >> 12 == base + i as u64);
         let mut cycles = self.m.cfg.cycles(self.m.cfg.costs.merge_ns);

@@ -17,8 +17,7 @@ fn machine(thp: bool, verify: bool, kinds: &[TenantKind]) -> Machine {
 }
 
 fn machine_with(thp: bool, verify: bool, kinds: &[TenantKind], fast: u64) -> Machine {
-    let mut cfg = MachineConfig::default();
-    cfg.cores = 2;
+    let mut cfg = MachineConfig { cores: 2, ..MachineConfig::default() };
     cfg.page_table.thp = thp;
     cfg.tiers.fast.capacity = Capacity::Bytes(fast);
     cfg.tiers.slow.capacity = Capacity::Bytes(8 * MIB);
