@@ -138,8 +138,10 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
             let mut a = feed.buf[feed.pos];
             feed.pos += 1;
             a.tenant = feed.tenant;
-            if let Some(next) = feed.buf.get(feed.pos) {
-                machine.prefetch(core, &Access { tenant: feed.tenant, ..*next });
+            // Host prefetch only (nothing simulated): the leaf PTE of the reference four
+            // places ahead, so its host cache miss overlaps this reference's work.
+            if let Some(far) = feed.buf.get(feed.pos + 3) {
+                machine.prefetch_far(core, &Access { tenant: feed.tenant, ..*far });
             }
             let out = machine.access(core, &a, &mut policy);
             policy.on_reference(&a, &out, &mut Mechanisms::new(&mut machine, core));

@@ -695,10 +695,10 @@ impl Machine {
         RefOutcome { translation_cycles: translation, data_cycles: beyond_l1, paddr, level }
     }
 
-    /// Host-side prefetch for an upcoming reference: if it will miss the L1 TLB,
-    /// start loading its leaf page-table entry. Changes nothing simulated.
+    /// Host-side prefetch for a reference a few places ahead: if it will miss the L1
+    /// TLB, start loading its leaf page-table entry. Changes nothing simulated.
     #[inline]
-    pub fn prefetch(&self, core: usize, a: &Access) {
+    pub fn prefetch_far(&self, core: usize, a: &Access) {
         let t = &self.tenants[a.tenant as usize];
         if t.guest.is_none() && !self.cores[core].tlb.l1_holds(a.tenant, a.vaddr) {
             t.table.prefetch_leaf(a.vaddr);
