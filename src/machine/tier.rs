@@ -25,6 +25,18 @@
 //! waited for its bank or bus (queueing), so bandwidth limits and migration traffic slow
 //! demand accesses down. Nanoseconds become core cycles once, in [`Tier::new`].
 //!
+//! # Posted writes
+//! With [`TierConfig::write_queue_entries`] > 0, writes do not follow the rule above:
+//! each joins its channel's write queue and drains in the background, taking
+//! `drain = max(burst, write_miss / banks)` cycles of channel time (the array write
+//! spread over the banks), so a write's completion is
+//! `drain_until = max(drain_until, now) + drain`. Reads go first: they ignore queued
+//! writes, and each read arriving while writes are queued pushes `drain_until` back by
+//! its burst. When a write finds the queue full (`drain_until - now + drain` above
+//! `entries × drain`), reads on that channel are held until one entry has drained
+//! (forced drain). Queued writes leave the open row untouched; their row-hit or miss
+//! (for energy) is decided against the row open when they arrive.
+//!
 //! Simplifications, chosen so that every latency can be checked by hand:
 //! - requests are served in the order they are issued (FCFS); the memory controller does
 //!   not reorder for row hits (Rainbow's NVMain uses FR-FCFS), and a request issued later
@@ -32,8 +44,8 @@
 //! - a bank serves one request at a time, so row hits to one bank are not pipelined:
 //!   each takes the full hit latency (a page copy is therefore bank-bound as much as
 //!   bus-bound);
-//! - no command-bus, tRAS, tFAW, refresh or read/write turnaround constraints, no write
-//!   queue; each latency is raised to at least one burst;
+//! - no command-bus, tRAS, tFAW, refresh or read/write turnaround constraints; each
+//!   latency is raised to at least one burst;
 //! - the row buffer's dirtiness is not tracked: the cost of writing an NVM row back to
 //!   its array is part of the write-miss latency and energy, as Rainbow's Table IV
 //!   charges it (1684.8 pJ/bit for a write on a row-buffer miss).
@@ -129,6 +141,12 @@ pub struct TierConfig {
     pub static_mw_per_gib: f64,
     /// Writes a cell endures before wearing out; 0 = unlimited (DRAM).
     pub endurance_writes: u64,
+    /// Entries of each channel's posted-write queue. Writes (write-backs, migration
+    /// copies) wait there and drain in the background while reads go first; only a full
+    /// queue holds reads back (forced drain). 0 = no queue: every request in arrival
+    /// order. 32 is an assumption (a typical controller write buffer; Rainbow's NVMain
+    /// setup buffers writes too but the paper gives no size).
+    pub write_queue_entries: u32,
 }
 
 impl Default for TierConfig {
@@ -170,6 +188,7 @@ impl Default for TierConfig {
             write_miss_pj_per_bit: 1.02 * 242.0 / 125.0,
             static_mw_per_gib: 100.0,
             endurance_writes: 0,
+            write_queue_entries: 32,
         }
     }
 }
@@ -210,6 +229,7 @@ pub fn pcm_default() -> TierConfig {
         write_miss_pj_per_bit: 1684.8,
         static_mw_per_gib: 10.0,
         endurance_writes: 100_000_000,
+        write_queue_entries: 32,
     }
 }
 
@@ -466,6 +486,15 @@ pub struct Tier {
     device_cycles: [u64; 4],
     banks: Vec<Bank>,
     channel_free_at: Vec<u64>,
+    /// Per channel: the cycle at which the posted-write queue would be empty.
+    drain_until: Vec<u64>,
+    /// Per channel: reads may not start before this cycle (a full queue is draining).
+    reads_held_until: Vec<u64>,
+    /// Queue capacity in cycles of drain work (entries × `drain_cycles`); 0 = no queue.
+    write_queue_cycles: u64,
+    /// Channel time one queued write takes to drain: its array write spread over the
+    /// channel's banks, at least one burst.
+    drain_cycles: u64,
     stats: TierStats,
     /// Accesses by kind, demand and migration together (energy is computed from these).
     kind_counts: [u64; 4],
@@ -529,6 +558,7 @@ impl Tier {
         device_cycles[READ_MISS] = device(cfg.read_miss_ns);
         device_cycles[WRITE_HIT] = device(cfg.write_hit_ns);
         device_cycles[WRITE_MISS] = device(cfg.write_miss_ns);
+        let drain_cycles = device_cycles[WRITE_MISS].div_ceil(cfg.banks as u64).max(burst_cycles);
         let mut pj_per_bit = [0.0; 4];
         pj_per_bit[READ_HIT] = cfg.read_hit_pj_per_bit;
         pj_per_bit[READ_MISS] = cfg.read_miss_pj_per_bit;
@@ -544,6 +574,10 @@ impl Tier {
             device_cycles,
             banks: vec![Bank { open_row: CLOSED, free_at: 0 }; (cfg.channels * cfg.banks) as usize],
             channel_free_at: vec![0; cfg.channels as usize],
+            drain_until: vec![0; cfg.channels as usize],
+            reads_held_until: vec![0; cfg.channels as usize],
+            write_queue_cycles: cfg.write_queue_entries as u64 * drain_cycles,
+            drain_cycles,
             stats: TierStats::default(),
             kind_counts: [0; 4],
             pj_per_bit,
@@ -604,20 +638,40 @@ impl Tier {
             self.name
         );
         let at = self.map.decode(addr);
-        let bank = &mut self.banks[((at.channel << self.bank_shift) | at.bank) as usize];
-        let channel_free_at = &mut self.channel_free_at[at.channel as usize];
-        let row_hit = bank.open_row == at.row;
+        let ch = at.channel as usize;
+        let bank_index = ((at.channel << self.bank_shift) | at.bank) as usize;
+        let row_hit = self.banks[bank_index].open_row == at.row;
         let k = kind(write, row_hit);
+        self.kind_counts[k] += 1;
+        if write && !self.frame_writes.is_empty() {
+            self.count_wear(addr >> FRAME_SHIFT);
+        }
+        if write && self.write_queue_cycles > 0 {
+            // A posted write joins its channel's queue and drains in the background; it
+            // leaves the open row alone. A full queue must drain one entry first, and
+            // reads wait for that as well (forced drain).
+            let occupancy = self.drain_cycles;
+            let queued_until = self.drain_until[ch];
+            if queued_until.saturating_sub(now) + occupancy > self.write_queue_cycles {
+                let space_at = queued_until - (self.write_queue_cycles - occupancy);
+                self.reads_held_until[ch] = self.reads_held_until[ch].max(space_at);
+            }
+            let finish = queued_until.max(now) + occupancy;
+            self.drain_until[ch] = finish;
+            return Served { finish, device: occupancy.min(finish - now), row_hit };
+        }
         let device = self.device_cycles[k];
-        let start = now.max(bank.free_at);
+        let bank = &mut self.banks[bank_index];
+        let channel_free_at = &mut self.channel_free_at[ch];
+        let start = now.max(bank.free_at).max(self.reads_held_until[ch]);
         let bus_at = (start + device - self.burst_cycles).max(*channel_free_at);
         let finish = bus_at + self.burst_cycles;
         *channel_free_at = finish;
         bank.free_at = finish;
         bank.open_row = at.row;
-        self.kind_counts[k] += 1;
-        if write && !self.frame_writes.is_empty() {
-            self.count_wear(addr >> FRAME_SHIFT);
+        if self.drain_until[ch] > now {
+            // Reads go first: the background drain pauses while this one uses the bus.
+            self.drain_until[ch] += self.burst_cycles;
         }
         Served { finish, device, row_hit }
     }
@@ -739,6 +793,7 @@ mod tests {
             write_miss_pj_per_bit: 10.0,
             static_mw_per_gib: 100.0,
             endurance_writes: 0,
+            write_queue_entries: 0,
         }
     }
 
@@ -1025,5 +1080,45 @@ mod tests {
         let pcm = pcm_default();
         assert_eq!((pcm.read_hit_ns, pcm.read_miss_ns, pcm.write_hit_ns, pcm.write_miss_ns), (19.5, 75.0, 19.5, 171.0));
         assert_eq!(pcm.channels as u64 * pcm.banks as u64 * pcm.row_bytes.bytes() * 65536, 32 << 30, "32 GB");
+    }
+
+    fn queued() -> Tier {
+        // small() at 1 GHz: burst = ceil(64 / 6.4) = 10 cycles; write miss 80 cycles over
+        // 4 banks → drain = max(10, 80 / 4) = 20 cycles per write; 4 entries → 80 cycles.
+        tier(&TierConfig { write_queue_entries: 4, ..small() })
+    }
+
+    #[test]
+    fn reads_bypass_queued_writes() {
+        let mut t = queued();
+        // Three writes to channel 0 (bit 6 clear) at t = 0: drained by 20, 40, 60.
+        assert_eq!(t.access(0, true, 0), 20);
+        assert_eq!(t.access(128, true, 0), 40);
+        assert_eq!(t.access(256, true, 0), 60);
+        // A read on the same channel goes first: a plain row miss, 50 cycles.
+        assert_eq!(t.access(1 << 12, false, 0), 50);
+        // ... and pushes the drain back by its burst: the next write completes at 60 + 10 + 20.
+        assert_eq!(t.access(384, true, 0), 90);
+    }
+
+    #[test]
+    fn a_full_write_queue_holds_reads_back() {
+        let mut t = queued();
+        // Six writes at t = 0 into a 4-entry (80-cycle) queue: the 5th finds 80 cycles
+        // queued, so reads wait until one entry drained (t = 20); the 6th until t = 40.
+        for i in 0..6 {
+            assert_eq!(t.access(i * 128, true, 0), 20 * (i + 1));
+        }
+        // A read on channel 0 starts at 40: 40 + 50 = 90. Channel 1 is not affected.
+        assert_eq!(t.access(1 << 12, false, 0), 90);
+        assert_eq!(t.access(64 + (1 << 12), false, 0), 50);
+    }
+
+    #[test]
+    fn a_queued_page_copy_completes_when_drained() {
+        let mut t = queued();
+        // 64 lines alternate channels: 32 writes per channel × 20 cycles = 640.
+        assert_eq!(t.bulk(0, 4096, true, 0), 640);
+        assert_eq!(t.stats().migration_writes, 64);
     }
 }
