@@ -7,8 +7,9 @@
 //! tier keeps a bitmap of free frames (one bit per frame), so the allocator costs an
 //! eighth of a byte per frame and no tier can be over-committed.
 
-/// A colour: the frames whose number has `(pfn & mask) == value`. The mask is over
-/// frame-number bits, i.e. physical-address bits shifted right by 12.
+/// A colour: the frames whose tier-local number has `(frame & mask) == value`. The
+/// mask is over frame-number bits, i.e. tier-local physical-address bits shifted right
+/// by 12 (the same as global bits below the 1 GiB tier alignment).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Colour {
     pub mask: u64,
@@ -130,7 +131,7 @@ impl FrameAllocator {
             while w != 0 {
                 let local = wi * 64 + w.trailing_zeros() as u64;
                 w &= w - 1;
-                if colour.matches(tier.base + local) {
+                if colour.matches(local) {
                     tier.set(local, false);
                     tier.free -= 1;
                     tier.cursor = local;

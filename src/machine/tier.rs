@@ -362,6 +362,11 @@ fn low_mask(width: u32) -> u64 {
 }
 
 /// Address decoding with shifts and masks only, prepared once from the bit lists.
+/// The bit positions of `runs`, in gather order.
+fn expand(runs: &[BitRun]) -> Vec<u8> {
+    runs.iter().flat_map(|r| (r.lo..r.lo + r.width).map(|b| b as u8)).collect()
+}
+
 #[derive(Debug)]
 struct AddressMap {
     channel: Vec<BitRun>,
@@ -693,6 +698,17 @@ impl Tier {
     /// Queued increments for `frame`.
     fn pending_for(&self, frame: u64) -> u32 {
         self.pending_wear.iter().filter(|&&p| p as u64 == frame + 1).count() as u32
+    }
+
+    /// Tier-local address bits that select the channel, least significant first.
+    pub fn channel_bits(&self) -> Vec<u8> {
+        expand(&self.map.channel)
+    }
+
+    /// Tier-local address bits that select the bank within a channel, least
+    /// significant first.
+    pub fn bank_bits(&self) -> Vec<u8> {
+        expand(&self.map.bank)
     }
 
     /// The channel, bank and row of tier-local address `addr`.

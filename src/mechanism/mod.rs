@@ -14,7 +14,7 @@
 //!
 //! [`CostConfig`]: crate::machine::costs::CostConfig
 
-use crate::machine::alloc::Colour;
+pub use crate::machine::alloc::Colour;
 use crate::machine::cache::LINE_BYTES;
 use crate::machine::page_table::{ACCESSED, DIRTY, HUGE, POISONED};
 use crate::machine::{Machine, MachineInfo, MemKind, Owner, FREED_VERSION};
@@ -229,10 +229,45 @@ impl<'a> Mechanisms<'a> {
         }
     }
 
+    /// The colour of the frames of tier `tier` whose channel, bank (within the channel)
+    /// and last-level-cache set colour have the given values (`None` = any). Only
+    /// address bits at or above the 4 KiB page offset can colour a frame: a field
+    /// selected by lower bits (cache-line channel interleaving, say) is refused, naming
+    /// the bit. The LLC colour is the LLC set-index bits above the page offset.
+    pub fn colour(&self, tier: usize, channel: Option<u64>, bank: Option<u64>, llc: Option<u64>) -> Result<Colour, String> {
+        let t = self.m.tiers.get(tier).ok_or_else(|| format!("no tier {tier}"))?;
+        let llc_bits: Vec<u8> = {
+            let c = self.m.cfg.caches.last().expect("at least one cache level");
+            let sets = c.size.bytes() / LINE_BYTES / c.ways as u64;
+            (12..6 + sets.trailing_zeros() as u8).collect()
+        };
+        let mut colour = Colour::ANY;
+        for (what, bits, value) in [("channel", t.channel_bits(), channel), ("bank", t.bank_bits(), bank), ("LLC colour", llc_bits, llc)] {
+            let Some(value) = value else { continue };
+            if value >> bits.len() != 0 {
+                return Err(format!("{what} {value} does not exist ({} bits select it)", bits.len()));
+            }
+            for (i, &b) in bits.iter().enumerate() {
+                if b < 12 {
+                    return Err(format!("the {what} is selected by address bit {b}, inside a 4 KiB page: frames cannot be coloured by it"));
+                }
+                colour.mask |= 1 << (b - 12);
+                colour.value |= ((value >> i) & 1) << (b - 12);
+            }
+        }
+        Ok(colour)
+    }
+
     /// Moves the page holding `addr` to tier `to` (one-way): allocate a frame there,
     /// flush the page from the caches, copy it, update the PTE, shoot down the TLBs,
     /// free the old frame. The initiating core stalls for all of it.
     pub fn migrate(&mut self, tenant: u16, addr: u64, to: usize) -> Result<PageInfo, MechError> {
+        self.migrate_coloured(tenant, addr, to, Colour::ANY)
+    }
+
+    /// [`Mechanisms::migrate`] into a frame of `colour` (see [`Mechanisms::colour`]);
+    /// base pages only, as a huge frame spans every colour.
+    pub fn migrate_coloured(&mut self, tenant: u16, addr: u64, to: usize, colour: Colour) -> Result<PageInfo, MechError> {
         if to >= self.m.tiers.len() {
             return Err(MechError::OutOfRange);
         }
@@ -242,7 +277,10 @@ impl<'a> Mechanisms<'a> {
         if from == to {
             return Err(MechError::SameTier);
         }
-        let dst = if huge { self.m.alloc.alloc_huge(to) } else { self.m.alloc.alloc(to, Colour::ANY) }
+        if huge && colour != Colour::ANY {
+            return Err(MechError::WrongSize);
+        }
+        let dst = if huge { self.m.alloc.alloc_huge(to) } else { self.m.alloc.alloc(to, colour) }
             .ok_or(MechError::NoFreeFrame { tier: to })?;
         let bytes = self.bytes(huge);
         let page = addr & !(bytes - 1);

@@ -267,3 +267,43 @@ proptest! {
         prop_assert_eq!(m.error.clone(), None);
     }
 }
+
+#[test]
+fn colours_from_bank_and_llc_bits() {
+    // memos-like mapping on the slow tier: bank bits 12–14, 20–21 (32 banks), one channel.
+    let mut cfg = MachineConfig { cores: 1, ..MachineConfig::default() };
+    cfg.tiers.fast.capacity = Capacity::Bytes(4 * MIB);
+    cfg.tiers.slow.capacity = Capacity::Bytes(8 * MIB);
+    cfg.tiers.slow.channels = 1;
+    cfg.tiers.slow.banks = 32;
+    cfg.tiers.slow.channel_bits = vec![];
+    cfg.tiers.slow.bank_bits = vec![12, 13, 14, 20, 21];
+    let mut m = Machine::new(&cfg, &[TenantKind::Process], 4 * MIB, Placement::FastFirst, false, true).unwrap();
+    write(&mut m, 0, 0, BASE);
+    let mech = Mechanisms::new(&mut m, 0);
+    // Bank 0b10_101 = 21: bits 12 and 14 set, 13 clear, 20 clear, 21 set.
+    // As frame bits (minus 12): mask 0b11_0000_0111, value 0b10_0000_0101.
+    let c = mech.colour(1, None, Some(21), None).unwrap();
+    assert_eq!((c.mask, c.value), (0b11_0000_0111, 0b10_0000_0101));
+    // The 8 MiB L3 has 8192 sets: set-index bits 6–18, colour bits 12–18 (128 colours).
+    let c = mech.colour(1, None, None, Some(5)).unwrap();
+    assert_eq!((c.mask, c.value), (0x7f, 5));
+    assert!(mech.colour(1, None, None, Some(128)).unwrap_err().contains("does not exist"));
+    // The fast tier interleaves channels by cache line: no channel colour at page grain.
+    let mut m2 = machine(false, false, &[TenantKind::Process]);
+    m2.tiers[0] = crate::machine::tier::Tier::new(
+        &crate::machine::tier::TierConfig { channels: 2, ..Default::default() },
+        4 * MIB,
+        3.2,
+    )
+    .unwrap();
+    assert!(Mechanisms::new(&mut m2, 0).colour(0, Some(1), None, None).unwrap_err().contains("address bit 6"));
+    // A coloured migration lands on a frame of that bank.
+    let mut mech = Mechanisms::new(&mut m, 0);
+    let c = mech.colour(1, None, Some(21), None).unwrap();
+    let p = mech.migrate_coloured(0, BASE, 1, c).unwrap();
+    let local = p.pfn - m.alloc.base(1);
+    assert_eq!(m.tiers[1].decode(local << 12).bank, 21);
+    read(&mut m, 0, 0, BASE);
+    assert_eq!(m.error, None);
+}
