@@ -156,3 +156,14 @@ fn vm_tenants_with_huge_pages_run_verified() {
     let r = run_cfg(&cfg, true);
     assert!(r.cores[0].stats.walk_references >= 15 * r.cores[0].stats.tlb_misses / 2);
 }
+
+#[test]
+fn parallel_compare_equals_sequential_runs() {
+    let cfg = config(&["workload.name=\"uniform\"", "workload.footprint=\"32MiB\"", "workload.refs=50000"]);
+    let policies: Vec<String> = ["flat-static", "round-robin", "all-slow"].map(String::from).to_vec();
+    let together = tiersim::cli::run_many(&cfg, &policies, &RunOptions::default()).unwrap();
+    for (p, r) in policies.iter().zip(&together) {
+        let alone = tiersim::engine::run_policy(&cfg, p, &RunOptions::default()).unwrap();
+        assert_eq!(without_wall_time(r), without_wall_time(&alone), "{p}");
+    }
+}

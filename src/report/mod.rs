@@ -52,8 +52,12 @@ pub struct TierReport {
     pub demand_reads: u64,
     pub demand_writes: u64,
     pub amat_ns: f64,
+    /// 64-byte reads and writes of demand traffic (loads, walks, write-backs).
     pub reads: u64,
     pub writes: u64,
+    /// 64-byte reads and writes of migration copies.
+    pub migration_reads: u64,
+    pub migration_writes: u64,
     pub row_hits: u64,
     pub row_misses: u64,
     pub queue_cycles: u64,
@@ -192,6 +196,8 @@ impl Report {
                     amat_ns: ratio(d.latency_cycles, d.accesses) / ghz,
                     reads: s.reads,
                     writes: s.writes,
+                    migration_reads: s.migration_reads,
+                    migration_writes: s.migration_writes,
                     row_hits: s.row_hits,
                     row_misses: s.row_misses,
                     queue_cycles: s.queue_cycles,
@@ -218,7 +224,7 @@ impl Report {
             tlb_mpki: ratio(tlb_misses * 1000, instrs),
             llc_mpki: ratio(llc_misses * 1000, instrs),
             energy_j: tiers.iter().map(|t| t.dynamic_energy_j + t.static_energy_j).sum(),
-            slow_tier_writes: tiers.get(1).map_or(0, |t| t.writes),
+            slow_tier_writes: tiers.get(1).map_or(0, |t| t.writes + t.migration_writes),
         };
         let cores = m.cores.iter().map(|c| CoreReport { ipc: ratio(c.stats.instructions, c.clock), stats: c.stats.clone() }).collect();
         let wall_s = wall.as_secs_f64();
