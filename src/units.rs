@@ -16,6 +16,13 @@ impl Size {
     }
 
     /// Parses `text` as a size; the error says what was expected.
+    ///
+    /// ```
+    /// use tiersim::units::Size;
+    /// assert_eq!(Size::parse("8GiB"), Ok(Size(8 << 30)));
+    /// assert_eq!(Size::parse("1.5k"), Ok(Size(1536)));
+    /// assert!(Size::parse("lots").is_err());
+    /// ```
     pub fn parse(text: &str) -> Result<Size, String> {
         let t = text.trim();
         let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(t.len());
@@ -92,6 +99,13 @@ pub enum Capacity {
 impl Capacity {
     /// Resolves to bytes for a run whose footprint is `footprint` bytes, rounded up to
     /// whole `granule`s (frames).
+    ///
+    /// ```
+    /// use tiersim::units::Capacity;
+    /// let quarter = Capacity::parse("25%").unwrap();
+    /// assert_eq!(quarter.resolve(8 << 30, 4096), 2 << 30);
+    /// assert_eq!(Capacity::parse("4GiB").unwrap().resolve(1, 4096), 4 << 30);
+    /// ```
     pub fn resolve(self, footprint: u64, granule: u64) -> u64 {
         let raw = match self {
             Capacity::Bytes(b) => b,
