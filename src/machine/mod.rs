@@ -202,9 +202,26 @@ pub struct Tenant {
     /// host-physical (EPT) for a VM.
     pub table: PageTable,
     pub guest: Option<Guest>,
-    /// Base pages of data currently mapped in the managed table (huge pages count all
-    /// their base pages).
-    pub mapped_frames: u64,
+    /// Data frames of this tenant in each tier (a huge page counts all its frames).
+    pub frames_in: Vec<u64>,
+    /// Most frames this tenant may hold in the fast tier (tier 0); `None` = no limit.
+    /// First touch places the tenant's pages elsewhere once it is reached, and the
+    /// mechanisms refuse moves that would exceed it (HMM-V's per-VM DRAM, §4.4). A
+    /// quota lowered at run time may be exceeded until the policy moves pages out.
+    pub fast_quota: Option<u64>,
+}
+
+impl Tenant {
+    /// Whether `frames` more frames fit in tier `t` under the tenant's quota.
+    #[inline]
+    pub fn fits(&self, t: usize, frames: u64) -> bool {
+        t != 0 || self.fast_quota.is_none_or(|q| self.frames_in[0] + frames <= q)
+    }
+
+    /// Data frames mapped in every tier.
+    pub fn mapped_frames(&self) -> u64 {
+        self.frames_in.iter().sum()
+    }
 }
 
 /// Owner of a physical frame: what the reverse map records.
@@ -499,7 +516,7 @@ impl Machine {
                     .expect("guest frames are unlimited");
                 Guest { table, next_gpfn }
             });
-            built.push(Tenant { kind, table, guest, mapped_frames: 0 });
+            built.push(Tenant { kind, table, guest, frames_in: vec![0; tier_cfgs.len()], fast_quota: None });
         }
         let cores = (0..cfg.cores)
             .map(|_| Core { clock: 0, tlb: Tlb::new(&cfg.tlb, huge_shift), stats: CoreStats::default(), cpi_rem: 0, stall_rem: 0 })
@@ -870,16 +887,19 @@ impl Machine {
         let first = self.placer.choose(&self.alloc);
         let order = std::iter::once(first).chain((0..self.tiers.len()).filter(|&t| t != first));
         let mut placed = None;
+        let tenant_ref = &self.tenants[ti];
         for t in order {
-            if want_huge {
+            if want_huge && tenant_ref.fits(t, self.huge_frames) {
                 if let Some(f) = self.alloc.alloc_huge(t) {
                     placed = Some((t, f, true));
                     break;
                 }
             }
-            if let Some(f) = self.alloc.alloc(t, Colour::ANY) {
-                placed = Some((t, f, false));
-                break;
+            if tenant_ref.fits(t, 1) {
+                if let Some(f) = self.alloc.alloc(t, Colour::ANY) {
+                    placed = Some((t, f, false));
+                    break;
+                }
             }
         }
         let Some((t, pfn, huge)) = placed else {
@@ -894,7 +914,7 @@ impl Machine {
             self.error.get_or_insert_with(|| "out of memory for page tables: every tier is full".into());
             return None;
         }
-        tenant_t.mapped_frames += n;
+        tenant_t.frames_in[t] += n;
         self.placer.placed(t, n);
         for i in 0..n {
             self.set_owner(pfn + i, tenant, page + (i << 12));
@@ -947,12 +967,14 @@ impl Machine {
         let mut seen = vec![false; self.rmap.len()];
         for (ti, t) in self.tenants.iter().enumerate() {
             let mut err = None;
-            let mut mapped = 0;
+            let mut per_tier = vec![0u64; self.tiers.len()];
             t.table.for_each_leaf(0, u64::MAX, &mut |addr, slot| {
                 let e = t.table.entry(slot);
                 let huge = e & page_table::HUGE != 0;
                 let n = if huge { self.huge_frames } else { 1 };
-                mapped += n;
+                if let Some(tier) = self.alloc.tier_of(e >> 12) {
+                    per_tier[tier] += n;
+                }
                 for i in 0..n {
                     let pfn = (e >> 12) + i;
                     let want = Owner::Data { tenant: ti as u16, addr: addr + (i << 12) };
@@ -972,8 +994,8 @@ impl Machine {
             if let Some(e) = err {
                 return Err(e);
             }
-            if mapped != t.mapped_frames {
-                return Err(format!("tenant {ti}: {mapped} frames mapped, counter says {}", t.mapped_frames));
+            if per_tier != t.frames_in {
+                return Err(format!("tenant {ti}: frames mapped per tier {per_tier:?}, counters say {:?}", t.frames_in));
             }
         }
         for (pfn, &w) in self.rmap.iter().enumerate() {

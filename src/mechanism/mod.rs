@@ -37,6 +37,8 @@ pub enum MechError {
     Mismatch,
     /// No such tier or tenant.
     OutOfRange,
+    /// The move would take the tenant past its fast-tier quota.
+    OverQuota { tenant: u16 },
 }
 
 impl fmt::Display for MechError {
@@ -49,6 +51,7 @@ impl fmt::Display for MechError {
             MechError::Incomplete => write!(f, "not every base page of the region is mapped"),
             MechError::Mismatch => write!(f, "the pages differ in size or share a tier"),
             MechError::OutOfRange => write!(f, "no such tier or tenant"),
+            MechError::OverQuota { tenant } => write!(f, "tenant {tenant} would exceed its fast-tier quota"),
         }
     }
 }
@@ -101,6 +104,30 @@ impl<'a> Mechanisms<'a> {
 
     pub fn capacity_frames(&self, tier: usize) -> u64 {
         self.m.alloc.frames(tier)
+    }
+
+    /// Data frames `tenant` holds in `tier`.
+    pub fn tenant_frames(&self, tenant: u16, tier: usize) -> u64 {
+        self.m.tenants[tenant as usize].frames_in[tier]
+    }
+
+    /// The tenant's fast-tier quota in frames (`None` = unlimited).
+    pub fn fast_quota(&self, tenant: u16) -> Option<u64> {
+        self.m.tenants[tenant as usize].fast_quota
+    }
+
+    /// Sets the tenant's fast-tier quota (HMM-V's pool mode moves DRAM between VMs at
+    /// run time). Lowering it below what the tenant holds moves nothing: the policy
+    /// migrates pages out; until then only moves into the fast tier are refused.
+    pub fn set_fast_quota(&mut self, tenant: u16, frames: Option<u64>) {
+        self.m.tenants[tenant as usize].fast_quota = frames;
+    }
+
+    /// Records that `frames` of `tenant` moved from tier `from` to tier `to`.
+    fn count_move(&mut self, tenant: u16, from: usize, to: usize, frames: u64) {
+        let t = &mut self.m.tenants[tenant as usize];
+        t.frames_in[from] -= frames;
+        t.frames_in[to] += frames;
     }
 
     /// The owner of a physical frame (what a memory-controller counter's address maps
@@ -277,12 +304,15 @@ impl<'a> Mechanisms<'a> {
         if from == to {
             return Err(MechError::SameTier);
         }
+        let bytes = self.bytes(huge);
+        if !self.m.tenants[tenant as usize].fits(to, bytes >> 12) {
+            return Err(MechError::OverQuota { tenant });
+        }
         if huge && colour != Colour::ANY {
             return Err(MechError::WrongSize);
         }
         let dst = if huge { self.m.alloc.alloc_huge(to) } else { self.m.alloc.alloc(to, colour) }
             .ok_or(MechError::NoFreeFrame { tier: to })?;
-        let bytes = self.bytes(huge);
         let page = addr & !(bytes - 1);
         let mut cycles = self.flush(src << 12, bytes);
         #[cfg(test)]
@@ -298,6 +328,7 @@ impl<'a> Mechanisms<'a> {
         cycles += self.m.cfg.cycles(self.m.cfg.costs.migrate_software_ns);
         let frames = bytes >> 12;
         self.move_owner(tenant, page, src, dst, frames);
+        self.count_move(tenant, from, to, frames);
         self.release(src, huge);
         self.m.mech.migrations += 1;
         self.m.mech.migrated_bytes += bytes;
@@ -328,10 +359,20 @@ impl<'a> Mechanisms<'a> {
         let (sa, ea, ha) = self.leaf(a.0, a.1)?;
         let (sb, eb, hb) = self.leaf(b.0, b.1)?;
         let (fa, fb) = (ea >> 12, eb >> 12);
-        if ha != hb || self.m.tier_of(fa) == self.m.tier_of(fb) {
+        let (ta, tb) = (self.m.tier_of(fa), self.m.tier_of(fb));
+        if ha != hb || ta == tb {
             return Err(MechError::Mismatch);
         }
         let bytes = self.bytes(ha);
+        let frames = bytes >> 12;
+        if a.0 != b.0 {
+            // Between tenants the one entering the fast tier must stay within its quota.
+            for (who, into) in [(a.0, tb), (b.0, ta)] {
+                if !self.m.tenants[who as usize].fits(into, frames) {
+                    return Err(MechError::OverQuota { tenant: who });
+                }
+            }
+        }
         let (pa, pb) = (a.1 & !(bytes - 1), b.1 & !(bytes - 1));
         let mut cycles = self.flush(fa << 12, bytes) + self.flush(fb << 12, bytes);
         // Through a buffer: each page is read once and written once; both copies share
@@ -351,12 +392,12 @@ impl<'a> Mechanisms<'a> {
         cycles += self.pte_write(a.0, sa) + self.pte_write(b.0, sb);
         cycles += self.shootdown(a.0, pa, ha) + self.shootdown(b.0, pb, hb);
         cycles += 2 * self.m.cfg.cycles(self.m.cfg.costs.migrate_software_ns);
-        let frames = bytes >> 12;
         for i in 0..frames {
             self.m.set_owner(fb + i, a.0, pa + (i << 12));
             self.m.set_owner(fa + i, b.0, pb + (i << 12));
         }
-        let (ta, tb) = (self.m.tier_of(fa), self.m.tier_of(fb));
+        self.count_move(a.0, ta, tb, frames);
+        self.count_move(b.0, tb, ta, frames);
         self.m.mech.swaps += 1;
         self.m.mech.migrations += 2;
         self.m.mech.migrated_bytes += 2 * bytes;
@@ -405,6 +446,11 @@ impl<'a> Mechanisms<'a> {
             return Err(MechError::Incomplete);
         }
         let base = entries[0] >> 12;
+        let already_there = entries.iter().filter(|&&e| self.m.tier_of(e >> 12) == to).count() as u64;
+        let t = &self.m.tenants[tenant as usize];
+        if to == 0 && t.fast_quota.is_some_and(|q| t.frames_in[0] - already_there + n > q) {
+            return Err(MechError::OverQuota { tenant });
+        }
         let in_place = base.is_multiple_of(n)
             && self.m.tier_of(base) == to
             && entries.iter().enumerate().all(|(i, &e)| e >> 12 == base + i as u64);
@@ -415,6 +461,8 @@ impl<'a> Mechanisms<'a> {
             let dst = self.m.alloc.alloc_huge(to).ok_or(MechError::NoFreeFrame { tier: to })?;
             for (i, &e) in entries.iter().enumerate() {
                 let src = e >> 12;
+                let from = self.m.tier_of(src);
+                self.count_move(tenant, from, to, 1);
                 cycles += self.flush(src << 12, 4096);
                 cycles += self.copy(src, dst + i as u64, 4096);
                 self.m.clear_owner(src);

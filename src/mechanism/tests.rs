@@ -307,3 +307,32 @@ fn colours_from_bank_and_llc_bits() {
     read(&mut m, 0, 0, BASE);
     assert_eq!(m.error, None);
 }
+
+#[test]
+fn fast_tier_quota_limits_first_touch_and_moves() {
+    let mut m = machine(false, true, &[TenantKind::Process, TenantKind::Process]);
+    Mechanisms::new(&mut m, 0).set_fast_quota(0, Some(4));
+    for i in 0..8 {
+        write(&mut m, 0, 0, BASE + i * 4096);
+    }
+    write(&mut m, 1, 1, BASE);
+    let mut mech = Mechanisms::new(&mut m, 0);
+    // Tenant 0: 4 pages in the fast tier (its quota), the rest in the slow tier.
+    assert_eq!((mech.tenant_frames(0, 0), mech.tenant_frames(0, 1)), (4, 4));
+    assert_eq!(mech.tenant_frames(1, 0), 1, "tenant 1 has no quota");
+    let slow_page = (0..8).map(|i| BASE + i * 4096).find(|&a| mech.page(0, a).unwrap().tier == 1).unwrap();
+    let fast_page = (0..8).map(|i| BASE + i * 4096).find(|&a| mech.page(0, a).unwrap().tier == 0).unwrap();
+    assert_eq!(mech.migrate(0, slow_page, 0), Err(MechError::OverQuota { tenant: 0 }));
+    // Within the tenant a swap keeps its fast share, so it is allowed.
+    mech.swap((0, slow_page), (0, fast_page)).unwrap();
+    // Across tenants: tenant 0 would gain a fast frame.
+    assert_eq!(mech.swap((0, fast_page), (1, BASE)), Err(MechError::OverQuota { tenant: 0 }));
+    mech.set_fast_quota(0, Some(5));
+    mech.migrate(0, fast_page, 0).unwrap();
+    assert_eq!(mech.tenant_frames(0, 0), 5);
+    // Lowering the quota refuses growth but leaves what is there to the policy.
+    mech.set_fast_quota(0, Some(2));
+    let slow_page = (0..8).map(|i| BASE + i * 4096).find(|&a| mech.page(0, a).unwrap().tier == 1).unwrap();
+    assert_eq!(mech.migrate(0, slow_page, 0), Err(MechError::OverQuota { tenant: 0 }));
+    m.check_invariants().unwrap();
+}

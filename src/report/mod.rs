@@ -6,7 +6,7 @@ pub mod table;
 
 use crate::config::{Config, WorkloadSlot};
 use crate::machine::cache::CacheStats;
-use crate::machine::{CoreStats, Machine, MechanismStats};
+use crate::machine::{CoreStats, Machine, MechanismStats, TenantKind};
 use crate::policy::PolicyReport;
 use serde::Serialize;
 use std::time::Duration;
@@ -124,6 +124,16 @@ fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
+/// Where one tenant's pages are at the end of the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct TenantReport {
+    pub kind: TenantKind,
+    /// Data frames in each tier, fastest first.
+    pub frames_per_tier: Vec<u64>,
+    /// Fast-tier quota in frames, if any.
+    pub fast_quota_frames: Option<u64>,
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CoreReport {
     pub ipc: f64,
@@ -151,6 +161,7 @@ pub struct Report {
     pub cores: Vec<CoreReport>,
     pub caches: Vec<CacheStats>,
     pub tiers: Vec<TierReport>,
+    pub tenants: Vec<TenantReport>,
     pub mechanisms: MechanismStats,
     pub policy_report: PolicyReport,
     pub epochs: Vec<EpochRecord>,
@@ -236,6 +247,11 @@ impl Report {
             cores,
             caches,
             tiers,
+            tenants: m
+                .tenants
+                .iter()
+                .map(|t| TenantReport { kind: t.kind, frames_per_tier: t.frames_in.clone(), fast_quota_frames: t.fast_quota })
+                .collect(),
             mechanisms: m.mech.clone(),
             policy_report,
             epochs,
