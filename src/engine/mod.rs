@@ -83,22 +83,6 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
     let slots = cfg.slots()?;
     let footprint: u64 = slots.iter().map(|s| s.workload.footprint.bytes()).sum();
     let kinds = tenant_kinds(&slots);
-    let info = MachineInfo {
-        cores: cfg.machine.cores,
-        freq_ghz: cfg.machine.freq_ghz,
-        huge_page_bytes: cfg.machine.page_table.huge_page.bytes(),
-        tier_frames: cfg
-            .machine
-            .tiers
-            .all()
-            .iter()
-            .map(|t| t.capacity.resolve(footprint, cfg.machine.page_table.huge_page.bytes()) >> 12)
-            .collect(),
-        tier_names: cfg.machine.tiers.all().iter().map(|t| t.name.clone()).collect(),
-        footprint_bytes: footprint,
-    };
-    let mut policy = P::new(cfg.policy_config::<P>(name)?, &info)?;
-    let mut machine = Machine::new(&cfg.machine, &kinds, footprint, policy.placement(), policy.fast_tier_unlimited(), opts.verify)?;
     let mut feeds: Vec<CoreFeed> =
         (0..cfg.machine.cores).map(|_| CoreFeed { source: None, buf: Vec::with_capacity(BATCH), pos: 0, tenant: 0 }).collect();
     let mut total_refs = 0u64;
@@ -108,6 +92,10 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
         feeds[s.core].source = Some(src);
         feeds[s.core].tenant = s.tenant;
     }
+    let info = MachineInfo::planned(&cfg.machine, footprint, total_refs);
+    let mut policy = P::new(cfg.policy_config::<P>(name)?, &info)?;
+    let mut machine = Machine::new(&cfg.machine, &kinds, footprint, policy.placement(), policy.fast_tier_unlimited(), opts.verify)?;
+    machine.total_refs = total_refs;
     let check = cfg.engine.check_invariants || opts.verify;
     let epoch = cfg.engine.epoch_cycles;
     let mut next_epoch = epoch;

@@ -409,8 +409,31 @@ pub struct MachineInfo {
     /// Capacity of each tier in base frames, fastest first.
     pub tier_frames: Vec<u64>,
     pub tier_names: Vec<String>,
+    /// Row-miss read latency of each tier in ns (a tier's typical access latency).
+    pub tier_read_ns: Vec<f64>,
     /// Bytes the run's workloads touch.
     pub footprint_bytes: u64,
+    /// References the run will simulate, when its sources know (0 = unknown); lets a
+    /// policy scale periods given in seconds of a long real run to a short trace.
+    pub total_refs: u64,
+}
+
+impl MachineInfo {
+    /// The machine a configuration describes, before it is built (capacities resolved
+    /// against `footprint`).
+    pub fn planned(cfg: &MachineConfig, footprint: u64, total_refs: u64) -> MachineInfo {
+        let tiers = cfg.tiers.all();
+        MachineInfo {
+            cores: cfg.cores,
+            freq_ghz: cfg.freq_ghz,
+            huge_page_bytes: cfg.page_table.huge_page.bytes(),
+            tier_frames: tiers.iter().map(|t| t.capacity.resolve(footprint, cfg.page_table.huge_page.bytes()) >> 12).collect(),
+            tier_names: tiers.iter().map(|t| t.name.clone()).collect(),
+            tier_read_ns: tiers.iter().map(|t| t.read_miss_ns).collect(),
+            footprint_bytes: footprint,
+            total_refs,
+        }
+    }
 }
 
 pub struct Machine {
@@ -437,6 +460,8 @@ pub struct Machine {
     pub(crate) poison_fault_cycles: u64,
     page_fault_cycles: u64,
     footprint: u64,
+    /// References the run will simulate (0 = unknown), for [`MachineInfo::total_refs`].
+    pub total_refs: u64,
     /// Test hook: a migration that skips the data copy, to prove `--verify` notices.
     #[cfg(test)]
     pub(crate) break_migration_copy: bool,
@@ -545,20 +570,18 @@ impl Machine {
             poison_fault_cycles: cfg.cycles(cfg.costs.poison_fault_ns),
             page_fault_cycles: cfg.cycles(cfg.costs.page_fault_ns),
             footprint,
+            total_refs: 0,
             cfg: cfg.clone(),
             #[cfg(test)]
             break_migration_copy: false,
         })
     }
 
+    /// The machine as built (tier capacities as allocated).
     pub fn info(&self) -> MachineInfo {
         MachineInfo {
-            cores: self.cores.len(),
-            freq_ghz: self.cfg.freq_ghz,
-            huge_page_bytes: 1 << self.huge_shift,
             tier_frames: (0..self.tiers.len()).map(|t| self.alloc.frames(t)).collect(),
-            tier_names: self.tiers.iter().map(|t| t.name().to_string()).collect(),
-            footprint_bytes: self.footprint,
+            ..MachineInfo::planned(&self.cfg, self.footprint, self.total_refs)
         }
     }
 
