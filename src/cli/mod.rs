@@ -4,7 +4,7 @@ use crate::config::{Config, Sources, PRESETS};
 use crate::engine::{self, RunOptions};
 use crate::policy::registry::{with_policy, PolicyVisitor, POLICIES};
 use crate::policy::Policy;
-use crate::report::{table, Report};
+use crate::report::{table, Report, Slowdown};
 use crate::workload::WORKLOADS;
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -113,6 +113,10 @@ pub struct RunArgs {
     /// version of its page; machine invariants are checked at every epoch.
     #[arg(long)]
     pub verify: bool,
+    /// Also run this policy (e.g. all-fast) on the same input and report the slowdown
+    /// against it (`run` only).
+    #[arg(long, value_name = "POLICY")]
+    pub slowdown_vs: Option<String>,
 }
 
 /// An error in the simulated run itself (e.g. a `--verify` violation), as opposed to
@@ -181,11 +185,26 @@ pub fn main(cli: Cli) -> Result<()> {
         Command::Run(args) => {
             let cfg = args.cfg.load()?;
             let opts = RunOptions { verify: args.verify, progress: true };
-            let report = engine::run(&cfg, &opts).map_err(runtime_or_input)?;
+            let report = match &args.slowdown_vs {
+                None => engine::run(&cfg, &opts).map_err(runtime_or_input)?,
+                Some(reference) => {
+                    let both = run_many(&cfg, &[cfg.policy.name.clone(), reference.clone()], &opts).map_err(runtime_or_input)?;
+                    let [mut r, base]: [Report; 2] = both.try_into().map_err(|_| anyhow!("two runs expected"))?;
+                    r.slowdown = Some(Slowdown {
+                        reference_policy: reference.clone(),
+                        reference_cycles: base.summary.cycles,
+                        percent: (r.summary.cycles as f64 / base.summary.cycles.max(1) as f64 - 1.0) * 100.0,
+                    });
+                    r
+                }
+            };
             print!("{}", table::run_summary(&report));
             write_outputs(&[report], &args.json, &args.csv)
         }
         Command::Compare { policies, baseline, run } => {
+            if run.slowdown_vs.is_some() {
+                anyhow::bail!("--slowdown-vs: only for `run`; `compare` normalises to --baseline");
+            }
             let cfg = run.cfg.load()?;
             let base = baseline.unwrap_or_else(|| policies[0].clone());
             let base_idx = policies

@@ -383,7 +383,10 @@ pub struct MechanismStats {
     pub lines_flushed: u64,
     pub ptes_scanned: u64,
     pub poisons: u64,
+    /// Cycles application cores were stalled by mechanisms (including shootdown IPIs).
     pub cycles: u64,
+    /// CPU cycles of mechanisms run by background threads (no application core waits).
+    pub background_cycles: u64,
 }
 
 /// Fixed-point scale for CPI and 1/MLP.
@@ -411,6 +414,8 @@ pub struct MachineInfo {
     pub tier_names: Vec<String>,
     /// Row-miss read latency of each tier in ns (a tier's typical access latency).
     pub tier_read_ns: Vec<f64>,
+    /// Latency of a fault on a poisoned PTE, in ns (`machine.costs.poison_fault_ns`).
+    pub poison_fault_ns: f64,
     /// Bytes the run's workloads touch.
     pub footprint_bytes: u64,
     /// References the run will simulate, when its sources know (0 = unknown); lets a
@@ -430,6 +435,7 @@ impl MachineInfo {
             tier_frames: tiers.iter().map(|t| t.capacity.resolve(footprint, cfg.page_table.huge_page.bytes()) >> 12).collect(),
             tier_names: tiers.iter().map(|t| t.name.clone()).collect(),
             tier_read_ns: tiers.iter().map(|t| t.read_miss_ns).collect(),
+            poison_fault_ns: cfg.costs.poison_fault_ns,
             footprint_bytes: footprint,
             total_refs,
         }
@@ -819,12 +825,12 @@ impl Machine {
     fn translate_miss<O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, write: bool, obs: &mut O) -> Option<(TlbEntry, u64)> {
         self.cores[core].stats.tlb_misses += 1;
         let ti = tenant as usize;
-        let (entry, huge, mut cycles, addr, slot) = if self.tenants[ti].guest.is_none() {
+        let (entry, huge, mut cycles, addr, managed_huge, slot) = if self.tenants[ti].guest.is_none() {
             let (e, huge, c, slot) = self.managed_walk(core, tenant, vaddr, write, obs)?;
-            (e, huge, c, vaddr, slot as u32)
+            (e, huge, c, vaddr, huge, slot as u32)
         } else {
-            let (e, huge, c, gpa) = self.nested_walk(core, tenant, vaddr, write, obs)?;
-            (e, huge, c, gpa, NO_SLOT)
+            let (e, huge, c, gpa, ept_huge) = self.nested_walk(core, tenant, vaddr, write, obs)?;
+            (e, huge, c, gpa, ept_huge, NO_SLOT)
         };
         if entry & POISONED != 0 {
             // BadgerTrap (Thermostat §3.3): the walk finds a poisoned PTE and traps; the
@@ -832,7 +838,8 @@ impl Machine {
             cycles += self.poison_fault_cycles;
             self.cores[core].stats.poison_faults += 1;
             self.cores[core].stats.fault_cycles += self.poison_fault_cycles;
-            obs.on_fault(&FaultEvent { core, tenant, addr, huge, kind: FaultKind::Poison });
+            let mask = if managed_huge { (1u64 << self.huge_shift) - 1 } else { 0xfff };
+            obs.on_fault(&FaultEvent { core, tenant, addr: addr & !mask, huge: managed_huge, kind: FaultKind::Poison });
         }
         obs.on_tlb_miss(&TlbMissEvent { core, tenant, vaddr, addr, huge, walk_cycles: cycles });
         let base_pfn = entry >> 12;
@@ -847,8 +854,8 @@ impl Machine {
     /// address that needs its own walk of the extended page table (up to 24 references
     /// for 4 KiB/4 KiB with 4 levels, 15 for huge/huge). Returns the host leaf entry of
     /// the data page adjusted to the TLB entry's size, whether that size is huge, the
-    /// cycles, and the guest-physical address.
-    fn nested_walk<O: Observer>(&mut self, core: usize, tenant: u16, gva: u64, write: bool, obs: &mut O) -> Option<(u64, bool, u64, u64)> {
+    /// cycles, the guest-physical address, and whether the host (EPT) page is huge.
+    fn nested_walk<O: Observer>(&mut self, core: usize, tenant: u16, gva: u64, write: bool, obs: &mut O) -> Option<(u64, bool, u64, u64, bool)> {
         let ti = tenant as usize;
         let huge_mask = (1u64 << self.huge_shift) - 1;
         let thp = self.cfg.page_table.thp;
@@ -890,12 +897,12 @@ impl Machine {
         cycles += c;
         let flags = he & 0xfff;
         if gleaf.huge && hhuge {
-            Some((he, true, cycles, gpa))
+            Some((he, true, cycles, gpa, hhuge))
         } else {
             // Cache at 4 KiB: the host frame of this base page.
             let hmask = if hhuge { huge_mask } else { 0xfff };
             let hpfn = ((he >> 12) << 12 | (gpa & hmask)) >> 12;
-            Some((hpfn << 12 | flags, false, cycles, gpa))
+            Some((hpfn << 12 | flags, false, cycles, gpa, hhuge))
         }
     }
 

@@ -37,6 +37,16 @@
 //! (forced drain). Queued writes leave the open row untouched; their row-hit or miss
 //! (for energy) is decided against the row open when they arrive.
 //!
+//! # Bulk transfers
+//! A page copy's lines ([`Tier::bulk`]) form a paced background stream per channel, as
+//! a copy loop or DMA engine with few requests in flight produces: each line occupies
+//! the channel for one burst (a read that opens a new row also for its row miss spread
+//! over the banks; a write for `drain`), after the stream's previous line:
+//! `copy_until = max(copy_until, now) + occupancy`. Demand accesses go first: one that
+//! arrives while a stream is active waits at most one burst (the line on the bus) and
+//! pushes the stream back by a burst. Streams and the posted-write queue do not see
+//! each other (both are background traffic), and streams leave open rows alone.
+//!
 //! Simplifications, chosen so that every latency can be checked by hand:
 //! - requests are served in the order they are issued (FCFS); the memory controller does
 //!   not reorder for row hits (Rainbow's NVMain uses FR-FCFS), and a request issued later
@@ -495,6 +505,9 @@ pub struct Tier {
     drain_until: Vec<u64>,
     /// Per channel: reads may not start before this cycle (a full queue is draining).
     reads_held_until: Vec<u64>,
+    /// Per channel: the cycle at which the bulk transfers issued so far complete.
+    copy_until: Vec<u64>,
+    banks_per_channel: u64,
     /// Queue capacity in cycles of drain work (entries × `drain_cycles`); 0 = no queue.
     write_queue_cycles: u64,
     /// Channel time one queued write takes to drain: its array write spread over the
@@ -581,6 +594,8 @@ impl Tier {
             channel_free_at: vec![0; cfg.channels as usize],
             drain_until: vec![0; cfg.channels as usize],
             reads_held_until: vec![0; cfg.channels as usize],
+            copy_until: vec![0; cfg.channels as usize],
+            banks_per_channel: cfg.banks as u64,
             write_queue_cycles: cfg.write_queue_entries as u64 * drain_cycles,
             drain_cycles,
             stats: TierStats::default(),
@@ -611,10 +626,10 @@ impl Tier {
     }
 
     /// Transfers `bytes` (a multiple of 64) starting at `addr`, such as one side of a
-    /// page copy: the 64-byte accesses are all issued at `now`, in address order, and
-    /// occupy banks and buses like demand accesses. Returns the cycle at which the last
-    /// one completes (`now` when `bytes` is 0). Counted as migration traffic in the
-    /// stats, and in energy and wear like any access.
+    /// page copy, as a paced background stream (see "Bulk transfers" in the module
+    /// documentation). Returns the cycle at which the last line completes (`now` when
+    /// `bytes` is 0). Counted as migration traffic in the stats, and in energy and wear
+    /// like any access.
     pub fn bulk(&mut self, addr: u64, bytes: u64, write: bool, now: u64) -> u64 {
         assert!(
             bytes.is_multiple_of(LINE_BYTES),
@@ -622,8 +637,29 @@ impl Tier {
         );
         let lines = bytes >> LINE_SHIFT;
         let mut done = now;
+        // The row each bank last streamed in this transfer: the first line of a row is
+        // a row miss, the rest hit.
+        let mut streamed = vec![CLOSED; self.banks.len()];
         for i in 0..lines {
-            done = done.max(self.serve(addr + (i << LINE_SHIFT), write, now).finish);
+            let line = addr + (i << LINE_SHIFT);
+            let at = self.map.decode(line);
+            let ch = at.channel as usize;
+            let bank = ((at.channel << self.bank_shift) | at.bank) as usize;
+            let row_hit = std::mem::replace(&mut streamed[bank], at.row) == at.row;
+            let k = kind(write, row_hit);
+            self.kind_counts[k] += 1;
+            if write && !self.frame_writes.is_empty() {
+                self.count_wear(line >> FRAME_SHIFT);
+            }
+            let occupancy = if write {
+                self.drain_cycles
+            } else if row_hit {
+                self.burst_cycles
+            } else {
+                self.burst_cycles + self.device_cycles[READ_MISS].div_ceil(self.banks_per_channel)
+            };
+            self.copy_until[ch] = self.copy_until[ch].max(now) + occupancy;
+            done = done.max(self.copy_until[ch]);
         }
         if write {
             self.stats.migration_writes += lines;
@@ -666,9 +702,18 @@ impl Tier {
             return Served { finish, device: occupancy.min(finish - now), row_hit };
         }
         let device = self.device_cycles[k];
+        // A bulk stream yields to demand: wait for the transfer on the bus at most, and
+        // push the stream back by this access's burst.
+        let copy_wait = if self.copy_until[ch] > now {
+            let wait = self.burst_cycles.min(self.copy_until[ch] - now);
+            self.copy_until[ch] += self.burst_cycles;
+            wait
+        } else {
+            0
+        };
         let bank = &mut self.banks[bank_index];
         let channel_free_at = &mut self.channel_free_at[ch];
-        let start = now.max(bank.free_at).max(self.reads_held_until[ch]);
+        let start = (now + copy_wait).max(bank.free_at).max(self.reads_held_until[ch]);
         let bus_at = (start + device - self.burst_cycles).max(*channel_free_at);
         let finish = bus_at + self.burst_cycles;
         *channel_free_at = finish;
@@ -965,19 +1010,21 @@ mod tests {
     }
 
     #[test]
-    fn bulk_copy_occupies_banks_and_buses() {
+    fn bulk_copy_is_a_paced_stream_that_yields_to_demand() {
         let mut t = tier(&small());
-        // 4 KiB at 0: 64 lines, 32 per channel. On channel 0, lines 0-15 go to bank 0
-        // (row 0) and lines 16-31 to bank 1. Bank 0: miss done at 50, then 15 hits each
-        // waiting for the previous one: 50 + 15 × 20 = 350. Bank 1's miss is ready at 50
-        // but the bus is booked until 350: done at 360, then 15 hits: 360 + 300 = 660.
-        // Channel 1 is the same.
-        assert_eq!(t.bulk(0, 4096, false, 0), 660);
+        // 4 KiB at 0: 64 lines, 32 per channel. On channel 0, the first 16 lines are row 0
+        // of bank 0 and the next 16 row 0 of bank 1: 2 row misses, each a burst (10) plus
+        // the 50-cycle miss spread over 4 banks (13), and 30 hits of one burst:
+        // 2 × 23 + 30 × 10 = 346. Channel 1 is the same.
+        assert_eq!(t.bulk(0, 4096, false, 0), 346);
+        // A demand read at 100 on channel 0 (bank 2, closed row: 50) waits only for the
+        // line on the bus (10), not for the rest of the copy: 60. The copy ends 10 later.
+        assert_eq!(t.access(2 << 11, false, 100), 60);
+        assert_eq!(t.bulk(0, 0, false, 0), 0);
+        assert_eq!(t.copy_until[0], 356);
         let s = t.stats().clone();
-        assert_eq!((s.reads, s.migration_reads, s.migration_writes), (0, 64, 0));
+        assert_eq!((s.reads, s.migration_reads, s.migration_writes), (1, 64, 0), "one demand read");
         assert_eq!(s.migration_bytes(), 4096);
-        // A demand read to bank 2 of channel 0 at cycle 0 waits for the copy's bus time.
-        assert_eq!(t.access(4096, false, 0), 670);
         assert_eq!(t.bulk(0, 0, true, 7), 7);
     }
 

@@ -7,7 +7,8 @@
 //! shared with demand traffic), page-table updates through the caches, TLB
 //! shootdowns on every core, and fixed software costs from [`CostConfig`]. The cost
 //! stalls the core the mechanisms were handed for (the core whose clock crossed the
-//! epoch boundary, or the core whose reference triggered a hook).
+//! epoch boundary, or the core whose reference triggered a hook), unless the policy
+//! runs them [in the background](Mechanisms::in_background) as a kernel thread would.
 //!
 //! Pages are named by tenant and *managed-space* address (the virtual address for a
 //! process, the guest-physical address for a VM); any address inside the page works.
@@ -77,12 +78,23 @@ pub struct PageInfo {
 pub struct Mechanisms<'a> {
     m: &'a mut Machine,
     core: usize,
+    /// Work done by a kernel thread off the application's cores: its CPU time is
+    /// counted, not stalled; its copies still occupy the tiers and its shootdowns still
+    /// interrupt every application core.
+    background: bool,
 }
 
 impl<'a> Mechanisms<'a> {
     /// Mechanisms whose costs stall `core`.
     pub fn new(m: &'a mut Machine, core: usize) -> Mechanisms<'a> {
-        Mechanisms { m, core }
+        Mechanisms { m, core, background: false }
+    }
+
+    /// The same mechanisms run by a background kernel thread (as Linux's khugepaged,
+    /// kstaled or a migration daemon), timed from `core`'s clock but stalling no core
+    /// for its CPU work.
+    pub fn in_background(&mut self) -> Mechanisms<'_> {
+        Mechanisms { m: self.m, core: self.core, background: true }
     }
 
     /// The charged core's clock.
@@ -223,14 +235,20 @@ impl<'a> Mechanisms<'a> {
                 c.tlb.invalidate(tenant, addr, huge);
             }
         }
+        self.interrupt_cores();
+        self.m.mech.shootdowns += 1;
+        self.m.cfg.costs.shootdown_cycles
+    }
+
+    /// Charges the shootdown IPI to every application core but the initiator (all of
+    /// them when the initiator is a background thread).
+    fn interrupt_cores(&mut self) {
         let remote = self.m.cfg.costs.shootdown_remote_cycles;
         for i in 0..self.m.cores.len() {
-            if i != self.core {
+            if i != self.core || self.background {
                 self.m.stall(i, remote);
             }
         }
-        self.m.mech.shootdowns += 1;
-        self.m.cfg.costs.shootdown_cycles
     }
 
     /// Rewrites a page-table entry: one write through the caches to the entry.
@@ -240,7 +258,11 @@ impl<'a> Mechanisms<'a> {
     }
 
     fn charge(&mut self, cycles: u64) {
-        self.m.stall(self.core, cycles);
+        if self.background {
+            self.m.mech.background_cycles += cycles;
+        } else {
+            self.m.stall(self.core, cycles);
+        }
     }
 
     fn leaf(&self, tenant: u16, addr: u64) -> Result<(usize, u64, bool), MechError> {
@@ -459,16 +481,20 @@ impl<'a> Mechanisms<'a> {
             base
         } else {
             let dst = self.m.alloc.alloc_huge(to).ok_or(MechError::NoFreeFrame { tier: to })?;
+            // The copies are issued together and overlap in the tiers' queues: the core
+            // waits for the last one, not for their sum.
+            let mut copy_cycles = 0;
             for (i, &e) in entries.iter().enumerate() {
                 let src = e >> 12;
                 let from = self.m.tier_of(src);
                 self.count_move(tenant, from, to, 1);
                 cycles += self.flush(src << 12, 4096);
-                cycles += self.copy(src, dst + i as u64, 4096);
+                copy_cycles = copy_cycles.max(self.copy(src, dst + i as u64, 4096));
                 self.m.clear_owner(src);
                 self.release(src, false);
                 self.m.set_owner(dst + i as u64, tenant, region + ((i as u64) << 12));
             }
+            cycles += copy_cycles;
             self.m.mech.migrated_bytes += hb;
             dst
         };
@@ -529,12 +555,7 @@ impl<'a> Mechanisms<'a> {
 
     /// One batched TLB-flush IPI round (after clearing many entries at once).
     fn shootdown_round(&mut self) -> u64 {
-        let remote = self.m.cfg.costs.shootdown_remote_cycles;
-        for i in 0..self.m.cores.len() {
-            if i != self.core {
-                self.m.stall(i, remote);
-            }
-        }
+        self.interrupt_cores();
         self.m.mech.shootdowns += 1;
         self.m.cfg.costs.shootdown_cycles
     }

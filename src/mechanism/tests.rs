@@ -336,3 +336,16 @@ fn fast_tier_quota_limits_first_touch_and_moves() {
     assert_eq!(mech.migrate(0, slow_page, 0), Err(MechError::OverQuota { tenant: 0 }));
     m.check_invariants().unwrap();
 }
+
+#[test]
+fn background_work_stalls_no_core_but_interrupts_all() {
+    let mut m = machine(false, true, &[TenantKind::Process]);
+    write(&mut m, 0, 0, BASE);
+    let (c0, c1) = (m.cores[0].clock, m.cores[1].clock);
+    Mechanisms::new(&mut m, 0).in_background().migrate(0, BASE, 1).unwrap();
+    // Only the shootdown IPI reaches the application cores, both of them.
+    assert_eq!((m.cores[0].clock - c0, m.cores[1].clock - c1), (300, 300));
+    assert!(m.mech.background_cycles >= 6400, "the software cost is counted as background work");
+    read(&mut m, 0, 0, BASE);
+    assert_eq!(m.error, None);
+}

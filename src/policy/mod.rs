@@ -13,6 +13,7 @@
 pub mod baselines;
 pub mod params;
 pub mod registry;
+pub mod thermostat;
 
 use crate::machine::placement::Placement;
 use crate::machine::{MachineInfo, Observer, RefOutcome};

@@ -2,6 +2,7 @@
 //! here, once per run.
 
 use super::baselines::{AllFast, AllSlow, FirstTouch, FlatStatic, RoundRobin};
+use super::thermostat::Thermostat;
 use super::Policy;
 
 /// Something to do with a policy type chosen by name (the engine's run, listing its
@@ -35,4 +36,5 @@ policies! {
     "first-touch" => FirstTouch, "fast tier until full, then slow; no migration";
     "flat-static" => FlatStatic, "pages interleaved over tiers by capacity ratio; no migration (Rainbow §IV-A)";
     "round-robin" => RoundRobin, "N fast : M slow pages in turn until fast is full; no migration (SpAR §4)";
+    "thermostat" => Thermostat, "huge-page-aware cold-page placement under a tolerable slowdown (Thermostat, ASPLOS'17)";
 }

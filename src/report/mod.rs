@@ -141,6 +141,15 @@ pub struct CoreReport {
     pub stats: CoreStats,
 }
 
+/// Execution time against a reference run of another policy on the same input.
+#[derive(Clone, Debug, Serialize)]
+pub struct Slowdown {
+    pub reference_policy: String,
+    pub reference_cycles: u64,
+    /// (cycles / reference cycles − 1) × 100.
+    pub percent: f64,
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SimInfo {
     pub version: String,
@@ -164,6 +173,9 @@ pub struct Report {
     pub tenants: Vec<TenantReport>,
     pub mechanisms: MechanismStats,
     pub policy_report: PolicyReport,
+    /// With `--slowdown-vs P`: execution time relative to a run of P on the same input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slowdown: Option<Slowdown>,
     pub epochs: Vec<EpochRecord>,
     pub sim: SimInfo,
     pub config: serde_json::Value,
@@ -254,6 +266,7 @@ impl Report {
                 .collect(),
             mechanisms: m.mech.clone(),
             policy_report,
+            slowdown: None,
             epochs,
             sim: SimInfo {
                 version: env!("CARGO_PKG_VERSION").to_string(),

@@ -38,6 +38,9 @@ pub fn run_summary(r: &Report) -> String {
     let _ = writeln!(w, "LLC MPKI          {:.3}", s.llc_mpki);
     let _ = writeln!(w, "migrations        {} ({:.1} MiB moved)", s.migrations, mib(s.migrated_bytes));
     let _ = writeln!(w, "energy            {:.6} J", s.energy_j);
+    if let Some(sd) = &r.slowdown {
+        let _ = writeln!(w, "slowdown          {:+.2} % against {} ({} cycles)", sd.percent, sd.reference_policy, sd.reference_cycles);
+    }
     let _ = writeln!(w, "slow-tier writes  {}", s.slow_tier_writes);
     for t in &r.tiers {
         let _ = writeln!(
