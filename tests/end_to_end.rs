@@ -167,3 +167,80 @@ fn parallel_compare_equals_sequential_runs() {
         assert_eq!(without_wall_time(r), without_wall_time(&alone), "{p}");
     }
 }
+
+fn preset(name: &str, sets: &[&str]) -> Config {
+    Config::load(&Sources { preset: Some(name.into()), sets: sets.iter().map(|s| s.to_string()).collect(), ..Default::default() })
+        .unwrap()
+}
+
+#[test]
+fn thermostat_and_kstaled_pass_verify_on_every_workload() {
+    // Small and short, but with enough periods to split, poison, classify, merge into
+    // the slow tier, correct and demote/promote.
+    for (workload, _) in WORKLOADS {
+        for policy in ["thermostat", "kstaled"] {
+            let cfg = preset(
+                "thermostat",
+                &[
+                    &format!("workload.name=\"{workload}\""),
+                    "workload.footprint=\"32MiB\"",
+                    "workload.refs=60000",
+                    "workload.hotspot.hot_refs=0.99",
+                    &format!("policy.name=\"{policy}\""),
+                    "policy.thermostat.periods_per_run=6",
+                    "policy.thermostat.sample_fraction=0.5",
+                    "policy.kstaled.scans_per_run=30",
+                    "policy.kstaled.idle_s=2.0",
+                ],
+            );
+            run(&cfg, &RunOptions { verify: true, progress: false }).unwrap_or_else(|e| panic!("{policy} on {workload}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn thermostat_moves_cold_huge_pages_and_reports_its_periods() {
+    let cfg = preset(
+        "thermostat",
+        &[
+            "workload.name=\"hotspot\"",
+            "workload.footprint=\"64MiB\"",
+            "workload.refs=400000",
+            "workload.hotspot.hot_refs=0.99",
+            "workload.hotspot.hot_size=0.1",
+            "policy.name=\"thermostat\"",
+            "policy.thermostat.periods_per_run=8",
+            "policy.thermostat.sample_fraction=0.25",
+        ],
+    );
+    let r = run_cfg(&cfg, true);
+    let p = &r.policy_report;
+    assert_eq!(p["periods"].as_array().unwrap().len(), 8);
+    assert!(p["period"]["scaled_to_run"].as_bool().unwrap());
+    assert!(r.mechanisms.splits > 0 && r.mechanisms.merges > 0);
+    assert!(r.tenants[0].frames_per_tier[1] > 0, "some huge pages went to slow memory");
+    assert!(r.cores[0].stats.poison_faults > 0);
+    assert!(p["cost_savings"]["1/3"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn kstaled_demotes_idle_pages_and_promotes_them_on_access() {
+    let cfg = preset(
+        "thermostat",
+        &[
+            "workload.name=\"hotspot\"",
+            "workload.footprint=\"64MiB\"",
+            "workload.refs=400000",
+            "workload.hotspot.hot_refs=0.999",
+            "workload.hotspot.hot_size=0.1",
+            "policy.name=\"kstaled\"",
+            "policy.kstaled.scans_per_run=40",
+            "policy.kstaled.idle_s=3.0",
+        ],
+    );
+    let r = run_cfg(&cfg, true);
+    let p = &r.policy_report;
+    assert!(p["demoted_pages"].as_u64().unwrap() > 0);
+    assert!(p["promoted_pages"].as_u64().unwrap() > 0, "a demoted page touched again comes back");
+    assert!(r.tenants[0].frames_per_tier[1] > 0);
+}

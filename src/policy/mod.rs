@@ -11,6 +11,7 @@
 //! mechanisms, or at epochs.
 
 pub mod baselines;
+pub mod kstaled;
 pub mod params;
 pub mod registry;
 pub mod thermostat;

@@ -2,6 +2,7 @@
 //! here, once per run.
 
 use super::baselines::{AllFast, AllSlow, FirstTouch, FlatStatic, RoundRobin};
+use super::kstaled::Kstaled;
 use super::thermostat::Thermostat;
 use super::Policy;
 
@@ -36,5 +37,6 @@ policies! {
     "first-touch" => FirstTouch, "fast tier until full, then slow; no migration";
     "flat-static" => FlatStatic, "pages interleaved over tiers by capacity ratio; no migration (Rainbow §IV-A)";
     "round-robin" => RoundRobin, "N fast : M slow pages in turn until fast is full; no migration (SpAR §4)";
+    "kstaled" => Kstaled, "Accessed-bit idle pages (idle for 10 s of scans) to slow memory, back on access (Thermostat §2.1)";
     "thermostat" => Thermostat, "huge-page-aware cold-page placement under a tolerable slowdown (Thermostat, ASPLOS'17)";
 }
