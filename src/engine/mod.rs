@@ -81,7 +81,7 @@ impl CoreFeed {
 
 fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Report> {
     let slots = cfg.slots()?;
-    let footprint: u64 = slots.iter().map(|s| s.workload.footprint.bytes()).sum();
+    let footprint: u64 = slots.iter().map(|s| s.footprint_bytes).sum();
     let kinds = tenant_kinds(&slots);
     let info = MachineInfo {
         cores: cfg.machine.cores,
