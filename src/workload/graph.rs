@@ -22,15 +22,20 @@
 //! footprint follows from `scale` and `edge_factor` alone, before any edge is drawn.
 //!
 //! Edges are generated in chunks, each from its own seed, so the second pass draws
-//! the same edges again instead of storing an edge list.
+//! the same edges again instead of storing an edge list. Both passes work in the
+//! Kronecker numbering and only the stored neighbour numbers are scrambled: the host
+//! keeps the lists in Kronecker order, the simulated layout in label order. The
+//! per-endpoint work of each pass is gathered by vertex range before it is done
+//! (see `Buckets`), which makes building several times faster than doing it edge by
+//! edge all over the host's arrays.
 //!
 //! # Host memory
-//! 4 bytes per adjacency slot (`u32` vertex numbers), 8 bytes per vertex for the
-//! list offsets and 4 for the degrees: `8 · edge_factor + 12` bytes per vertex
-//! (140 with the default edge factor 16), plus 4 bytes per vertex for the label
-//! permutation while building. A graph is shared by every generator that asks for
-//! the same one (same parameters, seed and tenant) while any of them lives, so the
-//! cores of one tenant, and runs compared side by side, hold one copy.
+//! 4 bytes per adjacency slot (`u32` vertex numbers), and per vertex 8 bytes for
+//! the simulated list offsets, 8 for the host list starts and 4 for the degrees:
+//! `8 · edge_factor + 20` bytes per vertex (148 with the default edge factor 16),
+//! plus 4 bytes per vertex and 32 MiB of buckets while building. A graph is shared by every generator
+//! that asks for the same one (same parameters, seed and tenant) while any of them
+//! lives, so the cores of one tenant, and runs compared side by side, hold one copy.
 
 use super::permute::Permutation;
 use super::program::hash;
@@ -119,13 +124,16 @@ impl GraphConfig {
 pub(super) struct Graph {
     /// Number of vertices, `2^scale`.
     pub(super) vertices: u64,
-    /// First slot of each vertex's list; `offsets[vertices]` is the number of slots,
-    /// `2 · edge_factor · vertices`.
+    /// First slot of each vertex's list in the simulated layout; `offsets[vertices]`
+    /// is the number of slots, `2 · edge_factor · vertices`.
     pub(super) offsets: Vec<u64>,
+    /// Where each vertex's list starts in `adj` (the host keeps the lists in another
+    /// order than the simulated layout).
+    start: Vec<u64>,
     /// Distinct neighbours of each vertex, self excluded.
     pub(super) degree: Vec<u32>,
-    /// Neighbour numbers; the list of `v` is `adj[offsets[v]..][..degree[v]]`, sorted.
-    pub(super) adj: Vec<u32>,
+    /// Neighbour numbers; the list of `v` is `adj[start[v]..][..degree[v]]`, sorted.
+    adj: Vec<u32>,
 }
 
 impl Graph {
@@ -138,8 +146,7 @@ impl Graph {
     /// The sorted neighbours of `v`.
     #[inline]
     pub(super) fn neighbours(&self, v: u32) -> &[u32] {
-        let start = self.offsets[v as usize] as usize;
-        &self.adj[start..start + self.degree[v as usize] as usize]
+        &self.adj[self.start[v as usize] as usize..][..self.degree[v as usize] as usize]
     }
 }
 
@@ -185,41 +192,63 @@ const CHUNK_EDGES: u64 = 1 << 16;
 /// Builds the graph of `scale` with `cfg`'s edge factor and initiator from `seed`.
 pub(super) fn build(cfg: &GraphConfig, scale: u32, seed: u64) -> Graph {
     let vertices = 1u64 << scale;
-    let edges = cfg.edge_factor as u64 * vertices;
-    let sampler = Kronecker::new(cfg, scale);
+    let n = vertices as usize;
     let mut rng = Rng::new(seed);
-    let label_seed = rng.next_u64();
-    let edge_seed = rng.next_u64();
-    let permutation = Permutation::new(vertices, label_seed);
-    let label: Vec<u32> = (0..vertices).map(|v| permutation.apply(v) as u32).collect();
-    let stream = EdgeStream { sampler, label, seed: edge_seed, edges };
-    // Pass 1: raw degrees (every endpoint counts, self-loops twice), in `degree`.
-    let mut degree = vec![0u32; vertices as usize];
+    let label = Permutation::new(vertices, rng.next_u64());
+    let stream = EdgeStream { sampler: Kronecker::new(cfg, scale), seed: rng.next_u64(), edges: cfg.edge_factor as u64 * vertices };
+    // Pass 1: raw degrees by Kronecker number, every endpoint counted (a self-loop
+    // twice). Kronecker numbers with few one bits are the busy ones, so counting
+    // before relabelling keeps the counters of the hubs together in the host cache.
+    let mut fill = vec![0u32; n];
+    let mut buckets = Buckets::new(n);
+    let mut count = |i: usize, _| fill[i] += 1;
     stream.for_each(|i, j| {
-        degree[i as usize] += 1;
-        degree[j as usize] += 1;
+        buckets.put(i, 0, &mut count);
+        buckets.put(j, 0, &mut count);
     });
-    let mut offsets = Vec::with_capacity(vertices as usize + 1);
+    buckets.flush(&mut count);
+    // The host keeps the lists in Kronecker order; the simulated layout orders them
+    // by label, each at the prefix sum of the raw degrees before it.
+    let mut degree = vec![0u32; n];
+    for (i, &d) in fill.iter().enumerate() {
+        degree[label.apply(i as u64) as usize] = d;
+    }
+    let mut offsets = Vec::with_capacity(n + 1);
     let mut at = 0u64;
     for &d in &degree {
         offsets.push(at);
         at += d as u64;
     }
     offsets.push(at);
-    // Pass 2: fill the lists, `degree` counting each list's entries so far.
-    degree.fill(0);
-    let mut adj = vec![0u32; at as usize];
+    // Pass 2: fill the lists with the neighbours' labels. `cursor` holds where the
+    // next entry of each list goes, starting at the list's start.
+    let mut cursor = Vec::with_capacity(n);
+    let mut slots = 0u64;
+    for &d in &fill {
+        cursor.push(slots);
+        slots += d as u64;
+    }
+    drop(fill);
+    let mut adj = vec![0u32; slots as usize];
+    let mut append = |i: usize, neighbour: u32| {
+        adj[cursor[i] as usize] = neighbour;
+        cursor[i] += 1;
+    };
     stream.for_each(|i, j| {
-        adj[(offsets[i as usize] + degree[i as usize] as u64) as usize] = j;
-        degree[i as usize] += 1;
-        adj[(offsets[j as usize] + degree[j as usize] as u64) as usize] = i;
-        degree[j as usize] += 1;
+        buckets.put(i, label.apply(j as u64) as u32, &mut append);
+        buckets.put(j, label.apply(i as u64) as u32, &mut append);
     });
-    drop(stream);
+    buckets.flush(&mut append);
+    // Each cursor now stands at its list's end: back up by the raw degree.
+    let mut start = vec![0u64; n];
+    for (i, &end) in cursor.iter().enumerate() {
+        let v = label.apply(i as u64) as usize;
+        start[v] = end - degree[v] as u64;
+    }
+    drop(cursor);
     // Pack: sort each list, drop duplicates and self-loops, keep its start.
-    for v in 0..vertices as usize {
-        let start = offsets[v] as usize;
-        let list = &mut adj[start..start + degree[v] as usize];
+    for v in 0..n {
+        let list = &mut adj[start[v] as usize..][..degree[v] as usize];
         list.sort_unstable();
         let mut kept = 0;
         for k in 0..list.len() {
@@ -231,26 +260,67 @@ pub(super) fn build(cfg: &GraphConfig, scale: u32, seed: u64) -> Graph {
         }
         degree[v] = kept as u32;
     }
-    Graph { vertices, offsets, degree, adj }
+    Graph { vertices, offsets, start, degree, adj }
 }
 
-/// The edges of a graph in generation order, with scrambled labels.
+/// log2 of the vertices of one bucket: their counters (`u32` or `u64`) take at most
+/// 256 KiB.
+const BUCKET_SHIFT: u32 = 15;
+/// Entries held in all buckets before they are applied.
+const BUCKETED: usize = 1 << 22;
+
+/// Per-vertex work gathered by vertex range. A graph's endpoints fall all over the
+/// vertex numbers, so doing each one's work (a counter increment, an adjacency
+/// store) at once costs a host cache miss or two; an entry waits instead in its
+/// range's bucket until [`BUCKETED`] entries wait, then the buckets are applied one
+/// after the other, each within one range's counters and lists. Entries of a
+/// vertex are applied in the order they came.
+struct Buckets {
+    /// (vertex within the range, value) per range.
+    buckets: Vec<Vec<(u32, u32)>>,
+    waiting: usize,
+}
+
+impl Buckets {
+    fn new(vertices: usize) -> Buckets {
+        Buckets { buckets: vec![Vec::new(); (vertices >> BUCKET_SHIFT) + 1], waiting: 0 }
+    }
+
+    #[inline]
+    fn put(&mut self, vertex: usize, value: u32, apply: &mut impl FnMut(usize, u32)) {
+        self.buckets[vertex >> BUCKET_SHIFT].push(((vertex & ((1 << BUCKET_SHIFT) - 1)) as u32, value));
+        self.waiting += 1;
+        if self.waiting == BUCKETED {
+            self.flush(apply);
+        }
+    }
+
+    fn flush(&mut self, apply: &mut impl FnMut(usize, u32)) {
+        for (b, bucket) in self.buckets.iter_mut().enumerate() {
+            for &(low, value) in bucket.iter() {
+                apply(b << BUCKET_SHIFT | low as usize, value);
+            }
+            bucket.clear();
+        }
+        self.waiting = 0;
+    }
+}
+
+/// The edges of a graph in generation order, as Kronecker numbers (before labelling).
 struct EdgeStream {
     sampler: Kronecker,
-    /// The label of each vertex of the Kronecker recursion.
-    label: Vec<u32>,
     seed: u64,
     edges: u64,
 }
 
 impl EdgeStream {
     /// Calls `visit` with the endpoints of every edge, the same edges on every call.
-    fn for_each(&self, mut visit: impl FnMut(u32, u32)) {
+    fn for_each(&self, mut visit: impl FnMut(usize, usize)) {
         for chunk in 0..self.edges.div_ceil(CHUNK_EDGES) {
             let mut rng = Rng::new(hash(self.seed, chunk));
             for _ in chunk * CHUNK_EDGES..((chunk + 1) * CHUNK_EDGES).min(self.edges) {
                 let (i, j) = self.sampler.edge(&mut rng);
-                visit(self.label[i as usize], self.label[j as usize]);
+                visit(i as usize, j as usize);
             }
         }
     }

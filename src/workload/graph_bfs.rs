@@ -39,9 +39,9 @@
 //! `v`). The fill: 3 per 32-byte store.
 //!
 //! # Host memory
-//! The graph ([`super::graph`]: `8 · edge_factor + 12` bytes per vertex) plus 8
-//! bytes per vertex per core for the host's parent array and queue: 156 bytes per
-//! vertex against 288 simulated, 0.54 bytes per simulated byte.
+//! The graph ([`super::graph`]: `8 · edge_factor + 20` bytes per vertex) plus 8
+//! bytes per vertex per core for the host's parent array and queue: 164 bytes per
+//! vertex against 288 simulated, 0.57 bytes per simulated byte with one core.
 
 use super::graph::{self, Graph};
 use super::program::{Heap, Program, Refs, Run, VECTOR_BYTES};

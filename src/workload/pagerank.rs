@@ -35,9 +35,9 @@
 //! fill: 3 per 32-byte store.
 //!
 //! # Host memory
-//! The graph ([`super::graph`]: `8 · edge_factor + 12` bytes per vertex) and two
-//! `f32` arrays per core: 148 bytes per vertex against 144 simulated, about one
-//! host byte per simulated byte.
+//! The graph ([`super::graph`]: `8 · edge_factor + 20` bytes per vertex) and two
+//! `f32` arrays per core: 156 bytes per vertex against 144 simulated, 1.08 host
+//! bytes per simulated byte with one core.
 
 use super::graph::{self, Graph};
 use super::program::{Heap, Program, Refs, Run, VECTOR_BYTES};
