@@ -17,9 +17,12 @@ const REFS: u64 = 20_000_000;
 const BATCH: usize = 4096;
 const RUNS: usize = 3;
 
+/// A change to a generator's default configuration.
+type Change = fn(&mut WorkloadConfig);
+
 /// Variants measured besides each generator's defaults: a label (the generator's
 /// name first) and the change to the defaults.
-const VARIANTS: &[(&str, fn(&mut WorkloadConfig))] = &[
+const VARIANTS: &[(&str, Change)] = &[
     ("kv etc", |c| c.kv.value_sizes = ValueSizes::Etc),
     ("kv hotspot", |c| c.kv.popularity = Popularity::Hotspot),
     ("gemm lu", |c| c.gemm.kernel = GemmKernel::Lu),
@@ -45,7 +48,7 @@ fn time_one_run(cfg: &WorkloadConfig) -> anyhow::Result<(f64, u64)> {
 
 fn main() -> anyhow::Result<()> {
     let wanted: Vec<String> = std::env::args().skip(1).collect();
-    let defaults = WORKLOADS.iter().map(|(name, _)| (*name, (|_| ()) as fn(&mut WorkloadConfig)));
+    let defaults = WORKLOADS.iter().map(|(name, _)| (*name, (|_| ()) as Change));
     let all = defaults.chain(VARIANTS.iter().copied());
     println!("{:<11} {:>13} {:>9} {:>10} {:>10}  checksum", "workload", "footprint MiB", "setup s", "seconds", "Mrefs/s");
     for (label, change) in all {

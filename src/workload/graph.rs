@@ -38,7 +38,7 @@
 //! lives, so the cores of one tenant, and runs compared side by side, hold one copy.
 
 use super::permute::Permutation;
-use super::program::hash;
+use super::program::{check_host_memory, hash};
 use super::{layout_rng, WorkloadConfig};
 use crate::rng::Rng;
 use anyhow::{bail, Result};
@@ -165,8 +165,9 @@ static SHARED: Mutex<Vec<(GraphKey, Weak<Graph>)>> = Mutex::new(Vec::new());
 
 /// Returns the graph of `scale` described by `cfg.graph` for `tenant`, building it
 /// unless a live generator already holds it. Building holds the lock, so that two
-/// threads asking for the same graph build it once.
-pub(super) fn shared(cfg: &WorkloadConfig, scale: u32, tenant: u16) -> Arc<Graph> {
+/// threads asking for the same graph build it once. Fails, naming the field, when
+/// building would need more host memory than the host has available.
+pub(super) fn shared(cfg: &WorkloadConfig, scale: u32, tenant: u16) -> Result<Arc<Graph>> {
     let g = &cfg.graph;
     let key = GraphKey {
         scale,
@@ -179,12 +180,21 @@ pub(super) fn shared(cfg: &WorkloadConfig, scale: u32, tenant: u16) -> Arc<Graph
     let mut list = SHARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     list.retain(|(_, weak)| weak.strong_count() > 0);
     if let Some(graph) = list.iter().find(|(k, _)| *k == key).and_then(|(_, weak)| weak.upgrade()) {
-        return graph;
+        return Ok(graph);
     }
+    check_host_memory("workload.graph.scale", &format!("a scale-{scale} graph"), build_bytes(g, scale))?;
     let graph = Arc::new(build(g, scale, layout_rng(cfg, tenant).next_u64()));
     list.push((key, Arc::downgrade(&graph)));
-    graph
+    Ok(graph)
 }
+
+/// Host bytes the building of a graph peaks at: the adjacency, 28 bytes per vertex
+/// of offsets, starts, degrees and cursors, and the buckets.
+fn build_bytes(cfg: &GraphConfig, scale: u32) -> u64 {
+    let vertices = 1u64 << scale;
+    (8 * cfg.edge_factor as u64 + 28) * vertices + (BUCKETED * 8) as u64
+}
+
 
 /// Edges drawn from one seed: small enough to keep the passes cache-friendly.
 const CHUNK_EDGES: u64 = 1 << 16;
@@ -413,6 +423,7 @@ fn alias_table(p: &[f64; OUTCOMES]) -> ([u64; OUTCOMES], [u8; OUTCOMES]) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::program::available_host_bytes;
     use super::*;
 
     fn small(scale: u32) -> Graph {
@@ -488,10 +499,20 @@ mod tests {
     #[test]
     fn sharing_returns_one_graph_while_it_lives() {
         let cfg = WorkloadConfig { name: "graph-bfs".into(), ..WorkloadConfig::default() };
-        let a = shared(&cfg, 6, 0);
-        let b = shared(&cfg, 6, 0);
+        let a = shared(&cfg, 6, 0).expect("small");
+        let b = shared(&cfg, 6, 0).expect("small");
         assert!(Arc::ptr_eq(&a, &b));
-        let other_tenant = shared(&cfg, 6, 1);
+        let other_tenant = shared(&cfg, 6, 1).expect("small");
         assert!(!Arc::ptr_eq(&a, &other_tenant));
+    }
+
+    #[test]
+    fn a_graph_too_large_for_the_host_is_refused_before_building() {
+        // Scale 31 needs about 330 GB.
+        let cfg = WorkloadConfig { name: "graph-bfs".into(), ..WorkloadConfig::default() };
+        if available_host_bytes().is_some_and(|a| a < build_bytes(&cfg.graph, 31)) {
+            let e = shared(&cfg, 31, 0).expect_err("too large").to_string();
+            assert!(e.starts_with("workload.graph.scale: a scale-31 graph needs about"), "{e}");
+        }
     }
 }

@@ -104,7 +104,7 @@ pub(super) fn footprint(cfg: &WorkloadConfig) -> Result<u64> {
 /// Builds the generator for one core and tenant; `cfg` must be valid.
 pub(super) fn build(cfg: &WorkloadConfig, core: u16, tenant: u16) -> Result<Box<dyn Source>> {
     let scale = scale(cfg)?;
-    let graph = graph::shared(cfg, scale, tenant);
+    let graph = graph::shared(cfg, scale, tenant)?;
     let bfs = GraphBfs::new(cfg, graph, scale, stream_rng(cfg, core, tenant));
     Ok(Box::new(Run::new(bfs, Emitter::new(cfg, core, tenant, WORD as u32))))
 }
@@ -261,7 +261,7 @@ mod tests {
 
     /// The references of the first search of a generator of `cfg` for core 0.
     fn first_search(cfg: &WorkloadConfig) -> (GraphBfs, Vec<Access>) {
-        let graph = graph::shared(cfg, cfg.graph.scale, 0);
+        let graph = graph::shared(cfg, cfg.graph.scale, 0).expect("small graph");
         let mut bfs = GraphBfs::new(cfg, graph, cfg.graph.scale, stream_rng(cfg, 0, 0));
         let mut out = Vec::new();
         loop {
@@ -332,7 +332,7 @@ mod tests {
     #[test]
     fn roots_are_distinct_and_have_edges() {
         let cfg = small();
-        let graph = graph::shared(&cfg, 9, 0);
+        let graph = graph::shared(&cfg, 9, 0).expect("small graph");
         let roots = pick_roots(&graph, 64, &mut Rng::new(1));
         assert_eq!(roots.len(), 64);
         assert_eq!(roots.iter().collect::<HashSet<_>>().len(), 64);

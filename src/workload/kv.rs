@@ -59,7 +59,7 @@
 //! 4 KiB values, 2–3 % with ETC values).
 
 use super::permute::Permutation;
-use super::program::{hash, largest_fitting, Heap, Program, Refs, Run, VECTOR_BYTES};
+use super::program::{check_host_memory, hash, largest_fitting, Heap, Program, Refs, Run, VECTOR_BYTES};
 use super::zipf::RankSampler;
 use super::{layout_rng, stream_rng, Emitter, WorkloadConfig};
 use crate::rng::Rng;
@@ -337,7 +337,10 @@ pub(super) fn footprint(cfg: &WorkloadConfig) -> Result<u64> {
 
 /// Builds the generator for one core and tenant; `cfg` must be valid.
 pub(super) fn build(cfg: &WorkloadConfig, core: u16, tenant: u16) -> Result<Box<dyn Source>> {
-    let store = Kv::new(cfg, layout(cfg)?, layout_rng(cfg, tenant), stream_rng(cfg, core, tenant));
+    let layout = layout(cfg)?;
+    let chains = 4 * (layout.keys + layout.bucket_count);
+    check_host_memory("workload.kv.keys", &format!("a store of {} keys", layout.keys), chains)?;
+    let store = Kv::new(cfg, layout, layout_rng(cfg, tenant), stream_rng(cfg, core, tenant));
     Ok(Box::new(Run::new(store, Emitter::new(cfg, core, tenant, 8))))
 }
 

@@ -27,7 +27,7 @@
 //! addresses from a distribution over exactly `footprint` bytes; their accesses are
 //! `access_bytes` long and aligned to it. The application workloads (graph-bfs,
 //! pagerank, kv, spmv-cg, gemm, stream) run an algorithm over data structures laid
-//! out as the program lays them out ([`program`]); each is sized by its natural
+//! out as the program lays them out (see `program.rs`); each is sized by its natural
 //! parameter (a graph's scale, a number of keys, a matrix order) or, when that is 0,
 //! by the largest size whose data fit `footprint`. Their footprint — what
 //! [`footprint_bytes`] returns and the run's tier capacities are computed from — is

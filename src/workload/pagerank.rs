@@ -132,7 +132,7 @@ pub(super) fn footprint(cfg: &WorkloadConfig) -> Result<u64> {
 /// Builds the generator for one core and tenant; `cfg` must be valid.
 pub(super) fn build(cfg: &WorkloadConfig, core: u16, tenant: u16) -> Result<Box<dyn Source>> {
     let scale = scale(cfg)?;
-    let pr = PageRank::new(cfg, graph::shared(cfg, scale, tenant), scale);
+    let pr = PageRank::new(cfg, graph::shared(cfg, scale, tenant)?, scale);
     Ok(Box::new(Run::new(pr, Emitter::new(cfg, core, tenant, WORD as u32))))
 }
 
@@ -288,7 +288,7 @@ mod tests {
     }
 
     fn program(cfg: &WorkloadConfig) -> PageRank {
-        PageRank::new(cfg, graph::shared(cfg, cfg.graph.scale, 0), cfg.graph.scale)
+        PageRank::new(cfg, graph::shared(cfg, cfg.graph.scale, 0).expect("small graph"), cfg.graph.scale)
     }
 
     /// Steps `pr` until `done` holds, returning the references.

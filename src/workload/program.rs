@@ -216,6 +216,28 @@ pub(super) fn largest_fitting(lo: u64, hi: u64, fits: impl Fn(u64) -> bool) -> O
     Some(good)
 }
 
+/// `MemAvailable` of `/proc/meminfo`, where there is one (Linux).
+pub(super) fn available_host_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Fails, naming `field`, when `what` needs `bytes` of host memory and the host has
+/// less available: a generator checks this before building large host data, so
+/// that a size typed one power of two too large is an error, not an exhausted host.
+pub(super) fn check_host_memory(field: &str, what: &str, bytes: u64) -> anyhow::Result<()> {
+    match available_host_bytes() {
+        Some(available) if bytes > available => anyhow::bail!(
+            "{field}: {what} needs about {:.1} GB of host memory, more than the {:.1} GB available",
+            bytes as f64 / 1e9,
+            available as f64 / 1e9
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// A keyed 64-bit hash of `x`: the SplitMix64 finalizer of `x` mixed with `key`, so
 /// that data a program derives from an index (a column number, a value size) costs
 /// no host memory and is the same every time it is read.
