@@ -2,8 +2,8 @@
 //! matrix multiply:
 //! - `gemm`: `C += A·B` on three `n × n` matrices, over and over;
 //! - `lu`: the factorization of High-Performance Linpack (HPL), which Rainbow
-//!   evaluates at a 23.9 GB footprint (§V, Table V): a right-looking blocked LU
-//!   with partial pivoting, over and over.
+//!   evaluates at a 23.9 GB footprint (§II-B Table I, §IV-A Table V): a
+//!   right-looking blocked LU with partial pivoting, over and over.
 //!
 //! Matrices are column-major `double`s with leading dimension `n`, each its own
 //! mapping; the multiply's packing buffers follow them.
@@ -75,8 +75,9 @@ pub enum GemmKernel {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GemmConfig {
-    /// "gemm" (`C += A·B`, the kernel that does 98 % of Linpack's work) or "lu"
-    /// (Linpack's whole factorization: panels, row swaps, triangular solves, updates).
+    /// "gemm" (`C += A·B`, the kernel that does all but a few percent of Linpack's
+    /// work) or "lu" (Linpack's whole factorization: panels, row swaps, triangular
+    /// solves, updates).
     pub kernel: GemmKernel,
     /// Order of the matrices; 0 takes the largest that fits `workload.footprint`.
     pub n: u64,

@@ -2,7 +2,7 @@
 //! for `graph-bfs` and `pagerank`, which lay them out in simulated memory each in
 //! its own benchmark's format.
 //!
-//! # Generation (Graph500 specification, §3 "Graph generation")
+//! # Generation (Graph500 specification, "Graph Generation")
 //! The graph has `N = 2^scale` vertices and `M = edge_factor · N` edges. Each edge
 //! picks a cell of the adjacency matrix by `scale` recursive choices of a quadrant:
 //! top-left with probability A, top-right B, bottom-left C, bottom-right
@@ -67,8 +67,7 @@ pub struct GraphConfig {
 }
 
 impl Default for GraphConfig {
-    /// Graph500's parameters (specification §3): A = 0.57, B = C = 0.19, edge factor
-    /// 16, 64 search keys.
+    /// Graph500's parameters: A = 0.57, B = C = 0.19, edge factor 16, 64 search keys.
     fn default() -> GraphConfig {
         GraphConfig { scale: 0, edge_factor: 16, a: 0.57, b: 0.19, c: 0.19, roots: 64 }
     }

@@ -1,7 +1,7 @@
 //! `graph-bfs`: Graph500's breadth-first search (kernel 2) over a Kronecker graph,
 //! run as the benchmark's sequential reference code (`seq-csr`) runs it. Rainbow
-//! (§V, Table V) evaluates Graph500 at a 27.4 GB footprint and HMM-V (§5.3, §5.8,
-//! §5.9) at 19 GB and 76 GB.
+//! evaluates Graph500 at a 27.4 GB footprint (§II-B Table I, §IV-A Table V), HMM-V
+//! at 19 GB and 76 GB (§5.3.2, §5.7, §5.8 Table 6, §5.9).
 //!
 //! # Layout (`seq-csr`, `int64_t` everywhere)
 //! In allocation order, each array its own mapping:
@@ -26,7 +26,8 @@
 //! validation of each tree are not part of the trace.
 //!
 //! Roots are drawn from the core's stream generator among the vertices with at
-//! least one edge (Graph500 §4), `graph.roots` of them, and searched in turn, over
+//! least one edge other than a self-loop (Graph500's rule for search keys),
+//! `graph.roots` of them, and searched in turn, over
 //! and over, until `refs` references are out. Cores of one tenant share the graph
 //! and the arrays and each runs its own searches.
 //!

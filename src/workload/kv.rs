@@ -2,7 +2,11 @@
 //! dictionary, driven by YCSB core workloads. HMM-V runs Redis under YCSB with 4 KB
 //! values and 80 % of the operations on 20 % of the keys (§5.3, §5.7, §5.9);
 //! Thermostat runs Redis with 90 % of the traffic on 0.01 % of the keys and value
-//! sizes from Facebook's ETC pool (§5, citing Atikoglu et al., SIGMETRICS 2012).
+//! sizes "according to the distribution reported in [12]" (§4.3). Our copy of the
+//! paper lost its reference list; [12] sits just before Azimi et al. [13] in the
+//! alphabetical list and is cited for key-value usage patterns, which points to
+//! Atikoglu et al., "Workload Analysis of a Large-Scale Key-Value Store"
+//! (SIGMETRICS 2012), whose ETC value sizes are modelled here.
 //!
 //! # Layout (Redis's `dict` over jemalloc, after YCSB's load phase)
 //! Each size class of jemalloc keeps its objects in slabs of their own, filled in
@@ -193,7 +197,7 @@ const LRU_BYTES: u64 = 4;
 const BUCKET_BYTES: u64 = 8;
 /// Redis's smallest table (`DICT_HT_INITIAL_SIZE`).
 const MIN_BUCKETS: u64 = 4;
-/// Generalized Pareto fit of ETC value sizes (Atikoglu et al., SIGMETRICS 2012, §4.2).
+/// Generalized Pareto fit of ETC value sizes (Atikoglu et al., SIGMETRICS 2012).
 const ETC_SCALE: f64 = 214.476;
 const ETC_SHAPE: f64 = 0.348238;
 

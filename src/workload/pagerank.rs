@@ -1,7 +1,8 @@
 //! `pagerank`: the pull-direction PageRank of the GAP Benchmark Suite (`pr.cc`,
 //! `PageRankPull`) over a Kronecker graph like Graph500's. HMM-V evaluates GAP's
 //! page rank with 2^27 and 2^29 vertices (§5.8, Table 6) and in the four-VM co-run
-//! (§5.9), observing that it "sparsely walk[s] the graph node arrays in sequence".
+//! (§5.9), observing that it computes "the contribution of each node by sparsely
+//! walking the graph node arrays in sequence" (§5.7).
 //!
 //! # Layout (GAP's `CSRGraph` with 32-bit `NodeID`, then the kernel's arrays)
 //! - `index`: `N + 1` pointers (8 bytes), the start of each vertex's list;

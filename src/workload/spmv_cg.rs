@@ -1,8 +1,9 @@
 //! `spmv-cg`: the conjugate-gradient kernel of the NAS Parallel Benchmarks (NPB
 //! CG), as its C reference (`cg.c`) runs it: sparse matrix–vector products over a
 //! CSR matrix with random column positions, between dense vector updates. Rainbow
-//! (§V, Table V) evaluates NPB-CG at a 22.9 GB footprint, which is class D
-//! (NA = 1.5 M, NONZER = 21) with its construction arrays.
+//! evaluates NPB-CG at a 22.9 GB footprint (§II-B Table I, §IV-A Table V): class D
+//! (NA = 1.5 M, NONZER = 21) with its construction arrays, by our count (the
+//! paper does not name the class).
 //!
 //! # Layout (NPB's arrays, each its own mapping)
 //! `colidx` (`int`, one per nonzero), `rowstr` (`int`, `NA + 1`), `a` (`double`, one
@@ -30,9 +31,10 @@
 //! for each nonzero `colidx[k]`, `a[k]` and the source vector at that column, and
 //! stores the row's sum. When a run ends the next begins.
 //!
-//! Compiled as NPB builds it (`-O3`, no fast-math), loops without a reduction are
-//! vectorized and issue 32-byte accesses; reductions (dot products, the
-//! matrix–vector sums) stay scalar, one 8-byte access per element.
+//! Loops without a reduction are vectorized and issue 32-byte accesses;
+//! reductions (dot products, the matrix–vector sums) stay scalar, one 8-byte access
+//! per element, because a compiler may not reorder a floating-point sum unless told
+//! to (`-ffast-math`), which NPB's build does not do.
 //!
 //! # Instructions
 //! 3 before the first access of each loop iteration (increment, compare, branch),
