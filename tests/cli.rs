@@ -121,3 +121,66 @@ fn demo_runs_the_baselines() {
         assert!(text.lines().any(|l| l.starts_with(p)), "{p} row missing:\n{text}");
     }
 }
+
+#[test]
+fn application_workload_runs_over_its_own_footprint() {
+    let dir = std::env::temp_dir().join(format!("tiersim-cli-app-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("bfs.json");
+    let out = tiersim(&[
+        "run",
+        "--workload",
+        "graph-bfs",
+        "--set",
+        "workload.graph.scale=10",
+        "--refs",
+        "50000",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Scale 10 in Graph500's seq-csr layout: xoff 16 400 bytes (5 pages), xadj
+    // 262 144 (64), bfs_tree and vlist 8 192 each (2 + 2): 73 pages, not the
+    // default 1 GiB footprint.
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["footprint_bytes"], 73 * 4096);
+    assert_eq!(v["workloads"][0]["footprint_bytes"], 73 * 4096);
+    assert_eq!(v["summary"]["references"], 50000);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("graph-bfs over 0.3 MiB"), "{text}");
+}
+
+#[test]
+fn tenants_run_one_vm_per_core_with_their_fast_share() {
+    let dir = std::env::temp_dir().join(format!("tiersim-cli-tenants-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("vms.json");
+    let out = tiersim(&[
+        "run",
+        "--tenants",
+        "vm:kv:25%,vm:graph-bfs:25%,vm:pagerank:25%,vm:stream:25%",
+        "--footprint",
+        "16MiB",
+        "--refs",
+        "20000",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let slots = v["workloads"].as_array().unwrap();
+    let names: Vec<&str> = slots.iter().map(|s| s["workload"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["kv", "graph-bfs", "pagerank", "stream"]);
+    for (i, s) in slots.iter().enumerate() {
+        assert_eq!((s["core"].as_u64(), s["tenant"].as_u64()), (Some(i as u64), Some(i as u64)));
+        assert_eq!((s["kind"].as_str(), s["fast_share"].as_f64()), (Some("vm"), Some(0.25)));
+    }
+    let total: u64 = slots.iter().map(|s| s["footprint_bytes"].as_u64().unwrap()).sum();
+    assert_eq!(v["footprint_bytes"].as_u64(), Some(total));
+    assert!(v["cores"].as_array().unwrap().iter().all(|c| c["references"] == 20000));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("fast-tier share 25.0 %").count(), 4, "{text}");
+    bad(&["run", "--tenants", "vm:kv:150%"], "--tenants vm:kv:150%");
+    bad(&["run", "--tenants", "vm:kv:60%,vm:stream:60%"], "fast_share");
+    bad(&["run", "--tenants", "vm:kv", "--mix", "gups"], "--tenants");
+}

@@ -61,6 +61,10 @@ pub struct ConfigArgs {
     /// One workload per core, each in its own address space: e.g. gups,zipf,hotspot.
     #[arg(long, value_delimiter = ',')]
     pub mix: Vec<String>,
+    /// One tenant per core as kind:workload[:fast-share], e.g.
+    /// vm:kv:25%,vm:graph-bfs:25%,vm:pagerank:25%,vm:stream:25% (HMM-V's four VMs).
+    #[arg(long, value_delimiter = ',')]
+    pub tenants: Vec<String>,
     /// Workload footprint, e.g. 2GiB (shorthand for --set workload.footprint=SIZE).
     #[arg(long)]
     pub footprint: Option<String>,
@@ -95,7 +99,13 @@ impl ConfigArgs {
             }
         }
         sets.extend(self.sets.iter().cloned());
-        Config::load(&Sources { preset: self.preset.clone(), file: self.config.clone(), mix: self.mix.clone(), sets })
+        Config::load(&Sources {
+            preset: self.preset.clone(),
+            file: self.config.clone(),
+            mix: self.mix.clone(),
+            tenants: self.tenants.clone(),
+            sets,
+        })
     }
 }
 

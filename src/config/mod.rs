@@ -60,7 +60,14 @@ pub struct WorkloadSlot {
     pub tenant: u16,
     /// Whether that tenant is a process or a VM.
     pub kind: TenantKind,
+    /// The tenant's initial share of the fast tier, in (0, 1], when one is set
+    /// (HMM-V §5.9 gives each of four VMs 8 GB of DRAM at the start); every slot of
+    /// a tenant carries the same share.
+    pub fast_share: Option<f64>,
     pub workload: WorkloadConfig,
+    /// Bytes the workload's data span ([`crate::workload::footprint_bytes`]): its
+    /// share of the run's footprint.
+    pub footprint_bytes: u64,
 }
 
 /// The whole configuration.
@@ -138,6 +145,8 @@ pub struct Sources {
     pub file: Option<std::path::PathBuf>,
     /// One workload per core (multi-programmed mix), each its own tenant.
     pub mix: Vec<String>,
+    /// One tenant per core, each `kind:workload[:fast-share]`, e.g. `vm:kv:25%`.
+    pub tenants: Vec<String>,
     /// `key=value` overrides, applied in order.
     pub sets: Vec<String>,
 }
@@ -172,6 +181,9 @@ impl Config {
             let t: Table = toml::from_str(&text).map_err(|e| anyhow!("{}: {}", path.display(), one_line(&e.to_string())))?;
             merge(&mut root, t);
         }
+        if !src.mix.is_empty() && !src.tenants.is_empty() {
+            bail!("--tenants: give either --mix or --tenants, not both");
+        }
         if !src.mix.is_empty() {
             let entries = src.mix.iter().map(|name| {
                 let mut t = Table::new();
@@ -180,6 +192,11 @@ impl Config {
             });
             root.insert("workloads".into(), Value::Array(entries.collect()));
             set_path(&mut root, "machine.cores", Value::Integer(src.mix.len() as i64))?;
+        }
+        if !src.tenants.is_empty() {
+            let entries = src.tenants.iter().map(|spec| tenant_entry(spec).map(Value::Table)).collect::<Result<Vec<_>>>()?;
+            root.insert("workloads".into(), Value::Array(entries));
+            set_path(&mut root, "machine.cores", Value::Integer(src.tenants.len() as i64))?;
         }
         for s in &src.sets {
             let (k, v) = s.split_once('=').ok_or_else(|| anyhow!("--set {s}: expected key=value"))?;
@@ -205,9 +222,9 @@ impl Config {
             with_policy(key, CheckParams(self))??;
         }
         with_policy(&self.policy.name, CheckParams(self))??;
-        for slot in self.slots()? {
-            slot.workload.validate()?;
-        }
+        // Building the slots validates every workload (computing its footprint) and
+        // the tenants' fast-tier shares.
+        self.slots()?;
         Ok(())
     }
 
@@ -222,7 +239,15 @@ impl Config {
     /// The workloads of the run, one per core.
     pub fn slots(&self) -> Result<Vec<WorkloadSlot>> {
         if self.workloads.is_empty() {
-            return Ok(vec![WorkloadSlot { core: 0, tenant: 0, kind: self.tenant_kind, workload: self.workload.clone() }]);
+            let footprint_bytes = crate::workload::footprint_bytes(&self.workload)?;
+            return Ok(vec![WorkloadSlot {
+                core: 0,
+                tenant: 0,
+                kind: self.tenant_kind,
+                fast_share: None,
+                workload: self.workload.clone(),
+                footprint_bytes,
+            }]);
         }
         let base = Table::try_from(&self.workload).expect("workload serialises");
         let mut slots: Vec<WorkloadSlot> = Vec::new();
@@ -243,6 +268,10 @@ impl Config {
                 None => TenantKind::Process,
                 Some(v) => deserialize(v, &format!("{field}.kind"))?,
             };
+            let fast_share = match t.remove("fast_share") {
+                None => None,
+                Some(v) => Some(share(&v).map_err(|e| anyhow!("{field}.fast_share: {e}"))?),
+            };
             if core >= self.machine.cores {
                 bail!("{field}.core: core {core} does not exist (machine.cores = {})", self.machine.cores);
             }
@@ -252,16 +281,33 @@ impl Config {
             if let Some(other) = slots.iter().find(|s| s.tenant == tenant && s.kind != kind) {
                 bail!("{field}.kind: tenant {tenant} is already a {:?}", other.kind);
             }
+            let earlier = slots.iter().filter(|s| s.tenant == tenant).find_map(|s| s.fast_share);
+            if let (Some(new), Some(old)) = (fast_share, earlier) {
+                if new != old {
+                    bail!("{field}.fast_share: tenant {tenant} already has fast_share {old}, got {new}");
+                }
+            }
             let mut w = base.clone();
             merge(&mut w, t);
             let workload: WorkloadConfig = deserialize(Value::Table(w), &field)?;
-            slots.push(WorkloadSlot { core, tenant, kind, workload });
+            let footprint_bytes = crate::workload::footprint_bytes(&workload)?;
+            slots.push(WorkloadSlot { core, tenant, kind, fast_share, workload, footprint_bytes });
         }
         let tenants = slots.iter().map(|s| s.tenant).max().unwrap_or(0) as usize + 1;
+        let mut total_share = 0.0;
         for t in 0..tenants as u16 {
             if !slots.iter().any(|s| s.tenant == t) {
                 bail!("workloads: tenant numbers must be 0, 1, 2, … without gaps; tenant {t} has no workload");
             }
+            // A share given on one slot of a tenant holds for all of its slots.
+            let tenant_share = slots.iter().filter(|s| s.tenant == t).find_map(|s| s.fast_share);
+            for s in slots.iter_mut().filter(|s| s.tenant == t) {
+                s.fast_share = tenant_share;
+            }
+            total_share += tenant_share.unwrap_or(0.0);
+        }
+        if total_share > 1.0 + 1e-9 {
+            bail!("workloads: the tenants' fast_share values add up to {total_share}, more than the whole fast tier (1)");
         }
         Ok(slots)
     }
@@ -279,6 +325,52 @@ impl Config {
         }
         Ok(toml::to_string(&t)?)
     }
+}
+
+/// Reads a share of the fast tier: a number in (0, 1] or a percentage string
+/// ("25%"); the error says what was expected.
+fn share(value: &Value) -> std::result::Result<f64, String> {
+    let x = match value {
+        Value::Float(f) => *f,
+        Value::Integer(i) => *i as f64,
+        Value::String(text) => parse_share(text)?,
+        other => return Err(format!("expected a share such as 0.25 or \"25%\", got {other}")),
+    };
+    if !(x > 0.0 && x <= 1.0) {
+        return Err(format!("must be in (0, 1] (or 0% < share <= 100%), got {x}"));
+    }
+    Ok(x)
+}
+
+/// Parses "25%" as 0.25 and "0.25" as 0.25.
+fn parse_share(text: &str) -> std::result::Result<f64, String> {
+    let t = text.trim();
+    let (number, scale) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), 100.0),
+        None => (t, 1.0),
+    };
+    number.parse::<f64>().map(|x| x / scale).map_err(|_| format!("`{text}` is not a share (expected e.g. 0.25 or 25%)"))
+}
+
+/// The `[[workloads]]` entry of one `--tenants` item, `kind:workload[:fast-share]`.
+fn tenant_entry(spec: &str) -> Result<Table> {
+    let parts: Vec<&str> = spec.split(':').map(str::trim).collect();
+    let (kind, name, fast) = match parts[..] {
+        [kind, name] => (kind, name, None),
+        [kind, name, fast] => (kind, name, Some(fast)),
+        _ => bail!("--tenants {spec}: expected kind:workload or kind:workload:fast-share, e.g. vm:kv:25%"),
+    };
+    if kind != "vm" && kind != "process" {
+        bail!("--tenants {spec}: kind must be `vm` or `process`, got `{kind}`");
+    }
+    let mut t = Table::new();
+    t.insert("kind".into(), Value::String(kind.into()));
+    t.insert("name".into(), Value::String(name.into()));
+    if let Some(fast) = fast {
+        let x = share(&Value::String(fast.into())).map_err(|e| anyhow!("--tenants {spec}: fast share {e}"))?;
+        t.insert("fast_share".into(), Value::Float(x));
+    }
+    Ok(t)
 }
 
 fn one_line(s: &str) -> String {
@@ -345,6 +437,81 @@ mod tests {
             let again: Config = toml::from_str(&text).unwrap_or_else(|e| panic!("preset {name} round trip: {e}"));
             assert_eq!(again.to_toml().unwrap(), text, "preset {name}");
         }
+    }
+
+    fn load_tenants(tenants: &[&str]) -> Result<Config> {
+        let sets = vec!["workload.footprint=\"16MiB\"".to_string()];
+        Config::load(&Sources { tenants: tenants.iter().map(|t| t.to_string()).collect(), sets, ..Default::default() })
+    }
+
+    #[test]
+    fn tenants_become_one_slot_per_core_with_their_fast_share() {
+        let c = load_tenants(&["vm:kv:25%", "vm:graph-bfs:0.25", "process:pagerank", "vm:stream:25%"]).unwrap();
+        assert_eq!(c.machine.cores, 4);
+        let slots = c.slots().unwrap();
+        let got: Vec<(usize, u16, TenantKind, &str, Option<f64>)> =
+            slots.iter().map(|s| (s.core, s.tenant, s.kind, s.workload.name.as_str(), s.fast_share)).collect();
+        assert_eq!(
+            got,
+            [
+                (0, 0, TenantKind::Vm, "kv", Some(0.25)),
+                (1, 1, TenantKind::Vm, "graph-bfs", Some(0.25)),
+                (2, 2, TenantKind::Process, "pagerank", None),
+                (3, 3, TenantKind::Vm, "stream", Some(0.25)),
+            ]
+        );
+        // Each slot knows its workload's own footprint: the graph's layout, not 16 MiB.
+        assert!(slots[1].footprint_bytes <= 16 << 20 && slots[1].footprint_bytes > 8 << 20);
+        // Three whole-page arrays in 16 MiB.
+        assert_eq!(slots[3].footprint_bytes, 3 * ((16 << 20) / 3 / 4096 * 4096));
+    }
+
+    #[test]
+    fn tenant_errors_name_the_option_or_field() {
+        let e = |tenants: &[&str]| load_tenants(tenants).unwrap_err().to_string();
+        assert!(e(&["vm:kv:150%"]).starts_with("--tenants vm:kv:150%: fast share must be in (0, 1]"), "{}", e(&["vm:kv:150%"]));
+        assert!(e(&["vm:kv:0"]).contains("must be in (0, 1]"));
+        assert!(e(&["vm:kv:lots"]).contains("is not a share"));
+        assert!(e(&["box:kv"]).contains("kind must be `vm` or `process`"));
+        assert!(e(&["kv"]).contains("expected kind:workload"));
+        assert!(e(&["vm:kv:60%", "vm:stream:60%"]).starts_with("workloads: the tenants' fast_share values add up to 1.2"));
+        assert!(e(&["vm:nonsense"]).contains("unknown workload `nonsense`"));
+        let both = Sources { mix: vec!["gups".into()], tenants: vec!["vm:kv".into()], ..Default::default() };
+        assert!(Config::load(&both).unwrap_err().to_string().starts_with("--tenants:"));
+    }
+
+    #[test]
+    fn fast_share_in_workload_entries_holds_for_the_whole_tenant() {
+        let text = r#"
+            [machine]
+            cores = 3
+            [workload]
+            footprint = "16MiB"
+            [[workloads]]
+            name = "gups"
+            tenant = 0
+            fast_share = "40%"
+            [[workloads]]
+            name = "gups"
+            tenant = 0
+            [[workloads]]
+            name = "zipf"
+            tenant = 1
+            fast_share = 0.5
+        "#;
+        let dir = std::env::temp_dir().join(format!("tiersim-share-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("share.toml");
+        std::fs::write(&path, text).unwrap();
+        let c = Config::load(&Sources { file: Some(path.clone()), ..Default::default() }).unwrap();
+        let shares: Vec<Option<f64>> = c.slots().unwrap().iter().map(|s| s.fast_share).collect();
+        assert_eq!(shares, [Some(0.4), Some(0.4), Some(0.5)]);
+        std::fs::write(&path, text.replace("fast_share = 0.5", "fast_share = true")).unwrap();
+        let e = Config::load(&Sources { file: Some(path.clone()), ..Default::default() }).unwrap_err().to_string();
+        assert!(e.starts_with("workloads[2].fast_share: expected a share"), "{e}");
+        std::fs::write(&path, text.replace("tenant = 0\n            [[workloads]]\n            name = \"zipf\"", "tenant = 0\n            fast_share = 0.3\n            [[workloads]]\n            name = \"zipf\"")).unwrap();
+        let e = Config::load(&Sources { file: Some(path), ..Default::default() }).unwrap_err().to_string();
+        assert!(e.starts_with("workloads[1].fast_share: tenant 0 already has fast_share 0.4"), "{e}");
     }
 
     #[test]

@@ -81,7 +81,7 @@ impl CoreFeed {
 
 fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Report> {
     let slots = cfg.slots()?;
-    let footprint: u64 = slots.iter().map(|s| s.workload.footprint.bytes()).sum();
+    let footprint: u64 = slots.iter().map(|s| s.footprint_bytes).sum();
     let kinds = tenant_kinds(&slots);
     let mut feeds: Vec<CoreFeed> =
         (0..cfg.machine.cores).map(|_| CoreFeed { source: None, buf: Vec::with_capacity(BATCH), pos: 0, tenant: 0 }).collect();
@@ -96,6 +96,14 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
     let mut policy = P::new(cfg.policy_config::<P>(name)?, &info)?;
     let mut machine = Machine::new(&cfg.machine, &kinds, footprint, policy.placement(), policy.fast_tier_unlimited(), opts.verify)?;
     machine.total_refs = total_refs;
+    // A tenant's initial share of the fast tier becomes its fast-tier quota (HMM-V's
+    // per-VM DRAM); policies may change it at run time.
+    let fast_frames = machine.alloc.frames(0);
+    for s in &slots {
+        if let Some(share) = s.fast_share {
+            machine.tenants[s.tenant as usize].fast_quota = Some((share * fast_frames as f64) as u64);
+        }
+    }
     let check = cfg.engine.check_invariants || opts.verify;
     let epoch = cfg.engine.epoch_cycles;
     let mut next_epoch = epoch;

@@ -24,8 +24,13 @@ pub fn run_summary(r: &Report) -> String {
     for slot in &r.workloads {
         let _ = writeln!(
             w,
-            "workload          core {} tenant {} ({:?}): {} over {}",
-            slot.core, slot.tenant, slot.kind, slot.workload.name, slot.workload.footprint
+            "workload          core {} tenant {} ({:?}): {} over {:.1} MiB{}",
+            slot.core,
+            slot.tenant,
+            slot.kind,
+            slot.workload.name,
+            mib(slot.footprint_bytes),
+            slot.fast_share.map_or(String::new(), |s| format!(", fast-tier share {:.1} %", s * 100.0))
         );
     }
     let _ = writeln!(w, "references        {}", s.references);

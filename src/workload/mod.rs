@@ -19,17 +19,44 @@
 //! The same configuration, core and tenant therefore always give the same sequence.
 //!
 //! # Address rules shared by all generators
-//! Addresses lie in `[base_vaddr, base_vaddr + footprint)` and are multiples of the
-//! access size, which is a power of two of at most 64 bytes, so no access crosses a
+//! Addresses lie in `[base_vaddr, base_vaddr + footprint)` and no access crosses a
 //! 64-byte line. Each generator emits exactly `refs` records, then nothing.
+//!
+//! # Synthetic and application workloads
+//! The synthetic generators (uniform, gups, zipf, hotspot, seqscan, chase) draw
+//! addresses from a distribution over exactly `footprint` bytes; their accesses are
+//! `access_bytes` long and aligned to it. The application workloads (graph-bfs,
+//! pagerank, kv, spmv-cg, gemm, stream) run an algorithm over data structures laid
+//! out as the program lays them out (see `program.rs`); each is sized by its natural
+//! parameter (a graph's scale, a number of keys, a matrix order) or, when that is 0,
+//! by the largest size whose data fit `footprint`. Their footprint — what
+//! [`footprint_bytes`] returns and the run's tier capacities are computed from — is
+//! the size of that layout, not `footprint`. They ignore `write_fraction`, `instrs`
+//! and `access_bytes`: the algorithm decides loads and stores, the loop bodies the
+//! instruction counts, the data types the access sizes.
 
 mod chase;
+mod gemm;
+mod graph;
+mod graph_bfs;
 mod gups;
 mod hotspot;
+mod kv;
+mod pagerank;
 pub mod permute;
+mod program;
 mod seqscan;
+mod spmv_cg;
+mod stream;
 mod uniform;
 mod zipf;
+
+pub use gemm::{GemmConfig, GemmKernel};
+pub use graph::GraphConfig;
+pub use kv::{KvConfig, Popularity, ValueSizes, Ycsb};
+pub use pagerank::PagerankConfig;
+pub use spmv_cg::CgConfig;
+pub use stream::{StreamConfig, StreamKernel};
 
 use crate::rng::Rng;
 use crate::trace::{Access, Source};
@@ -48,26 +75,37 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("hotspot", "a hot region gets most references and moves between phases (HMM-V §5.6.2)"),
     ("seqscan", "sequential sweeps of a hot window that moves between phases (HMM-V §5.5)"),
     ("chase", "dependent loads along one random cycle through every 64-byte line"),
+    ("graph-bfs", "Graph500 BFS (seq-csr) over a Kronecker graph, root after root (Rainbow, HMM-V)"),
+    ("pagerank", "GAP pull PageRank over a Kronecker graph, trial after trial (HMM-V)"),
+    ("kv", "Redis-like hash table and value heap under YCSB A/B/C, zipfian or hotspot keys (HMM-V, Thermostat)"),
+    ("spmv-cg", "NPB CG: CSR sparse matrix-vector products between vector updates (Rainbow)"),
+    ("gemm", "BLIS-blocked dense multiply, or HPL's LU factorization with kernel = \"lu\" (Rainbow)"),
+    ("stream", "STREAM copy, scale, add and triad over three arrays"),
 ];
 
 /// The `[workload]` table: which synthetic generator runs and with what parameters.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WorkloadConfig {
-    /// Generator name: uniform, gups, zipf, hotspot, seqscan or chase.
+    /// Generator name: uniform, gups, zipf, hotspot, seqscan, chase, graph-bfs,
+    /// pagerank, kv, spmv-cg, gemm or stream.
     pub name: String,
-    /// Bytes of memory the workload touches.
+    /// Bytes of memory the workload touches; for the application workloads, the
+    /// size their data must fit when their own size parameter is 0.
     pub footprint: Size,
     /// Memory references to generate (a gups update counts as two: a read and a write).
     pub refs: u64,
     /// Seed of every random choice; the same seed gives the same references.
     pub seed: u64,
     /// Fraction of references that are writes, in [0, 1] (uniform, zipf, hotspot and
-    /// seqscan; chase is read-only and gups writes half of its references by construction).
+    /// seqscan; chase is read-only, gups writes half of its references by construction,
+    /// and the application workloads write what their algorithm writes).
     pub write_fraction: f64,
-    /// Non-memory instructions the core executes between consecutive references.
+    /// Non-memory instructions the core executes between consecutive references (the
+    /// application workloads count their loop bodies instead).
     pub instrs: u32,
-    /// Bytes per reference: a power of two from 1 to 64 (gups always uses 8).
+    /// Bytes per reference: a power of two from 1 to 64 (gups always uses 8; the
+    /// application workloads access their data types' sizes).
     pub access_bytes: u32,
     /// First virtual address of the data; must be 4 KiB aligned.
     pub base_vaddr: u64,
@@ -77,6 +115,18 @@ pub struct WorkloadConfig {
     pub hotspot: HotspotConfig,
     /// Parameters of the seqscan generator.
     pub seqscan: SeqscanConfig,
+    /// The Kronecker graph of graph-bfs and pagerank.
+    pub graph: GraphConfig,
+    /// Parameters of pagerank.
+    pub pagerank: PagerankConfig,
+    /// Parameters of kv.
+    pub kv: KvConfig,
+    /// Parameters of spmv-cg.
+    pub cg: CgConfig,
+    /// Parameters of gemm.
+    pub gemm: GemmConfig,
+    /// Parameters of stream.
+    pub stream: StreamConfig,
 }
 
 impl Default for WorkloadConfig {
@@ -93,6 +143,12 @@ impl Default for WorkloadConfig {
             zipf: ZipfConfig::default(),
             hotspot: HotspotConfig::default(),
             seqscan: SeqscanConfig::default(),
+            graph: GraphConfig::default(),
+            pagerank: PagerankConfig::default(),
+            kv: KvConfig::default(),
+            cg: CgConfig::default(),
+            gemm: GemmConfig::default(),
+            stream: StreamConfig::default(),
         }
     }
 }
@@ -168,6 +224,11 @@ impl WorkloadConfig {
     /// Errors name the field, e.g. `workload.hotspot.hot_size: must be in (0, 1], got 1.5`
     /// or `workload: unknown workload `foo` (known: uniform, gups, …)`.
     pub fn validate(&self) -> Result<()> {
+        self.checked_footprint().map(|_| ())
+    }
+
+    /// Validates the configuration and returns the bytes the workload's data span.
+    fn checked_footprint(&self) -> Result<u64> {
         if !WORKLOADS.iter().any(|(name, _)| *name == self.name) {
             let known: Vec<&str> = WORKLOADS.iter().map(|(name, _)| *name).collect();
             bail!("workload: unknown workload `{}` (known: {})", self.name, known.join(", "));
@@ -175,11 +236,10 @@ impl WorkloadConfig {
         if !(self.access_bytes.is_power_of_two() && self.access_bytes <= 64) {
             bail!("workload.access_bytes: must be a power of two from 1 to 64, got {}", self.access_bytes);
         }
-        let footprint = self.footprint.bytes();
-        if footprint < PAGE_BYTES {
+        if self.footprint.bytes() < PAGE_BYTES {
             bail!("workload.footprint: must be at least 4KiB, got {}", self.footprint);
         }
-        if !footprint.is_multiple_of(self.access_bytes as u64) {
+        if !self.footprint.bytes().is_multiple_of(self.access_bytes as u64) {
             bail!(
                 "workload.footprint: must be a multiple of access_bytes ({}), got {}",
                 self.access_bytes,
@@ -193,13 +253,6 @@ impl WorkloadConfig {
         if !self.base_vaddr.is_multiple_of(PAGE_BYTES) {
             bail!("workload.base_vaddr: must be 4 KiB aligned, got {:#x}", self.base_vaddr);
         }
-        if self.base_vaddr.checked_add(footprint).is_none_or(|end| end > USER_SPACE_END) {
-            bail!(
-                "workload.base_vaddr: base_vaddr + footprint must not exceed 2^47 (canonical user space), got {:#x} + {}",
-                self.base_vaddr,
-                self.footprint
-            );
-        }
         if !(self.zipf.alpha > 0.0 && self.zipf.alpha.is_finite()) {
             bail!("workload.zipf.alpha: must be a finite number > 0, got {}", self.zipf.alpha);
         }
@@ -209,8 +262,39 @@ impl WorkloadConfig {
         check_share("workload.seqscan.window", self.seqscan.window)?;
         check_fraction("workload.seqscan.hot_refs", self.seqscan.hot_refs)?;
         check_phases("workload.seqscan.phases", self.seqscan.phases)?;
-        Ok(())
+        self.graph.validate()?;
+        self.pagerank.validate()?;
+        self.kv.validate()?;
+        self.cg.validate()?;
+        self.gemm.validate()?;
+        self.stream.validate()?;
+        let footprint = match self.name.as_str() {
+            "graph-bfs" => graph_bfs::footprint(self)?,
+            "pagerank" => pagerank::footprint(self)?,
+            "kv" => kv::footprint(self)?,
+            "spmv-cg" => spmv_cg::footprint(self)?,
+            "gemm" => gemm::footprint(self)?,
+            "stream" => stream::footprint(self)?,
+            _ => self.footprint.bytes(),
+        };
+        if self.base_vaddr.checked_add(footprint).is_none_or(|end| end > USER_SPACE_END) {
+            bail!(
+                "workload.base_vaddr: base_vaddr + footprint must not exceed 2^47 (canonical user space), got {:#x} + {}",
+                self.base_vaddr,
+                Size(footprint)
+            );
+        }
+        Ok(footprint)
     }
+}
+
+/// Returns the bytes the workload of `cfg` spans, after validating `cfg`: the
+/// configured footprint for the synthetic generators, the size of the data layout
+/// for the application workloads (which may be less than `cfg.footprint`, or more
+/// when their size parameter is set). Tier capacities given as a share of the
+/// footprint refer to this.
+pub fn footprint_bytes(cfg: &WorkloadConfig) -> Result<u64> {
+    cfg.checked_footprint()
 }
 
 fn check_fraction(field: &str, value: f64) -> Result<()> {
@@ -245,6 +329,12 @@ pub fn build(cfg: &WorkloadConfig, core: u16, tenant: u16) -> Result<Box<dyn Sou
         "hotspot" => Box::new(hotspot::Hotspot::new(cfg, core, tenant)),
         "seqscan" => Box::new(seqscan::Seqscan::new(cfg, core, tenant)),
         "chase" => Box::new(chase::Chase::new(cfg, core, tenant)),
+        "graph-bfs" => graph_bfs::build(cfg, core, tenant)?,
+        "pagerank" => pagerank::build(cfg, core, tenant)?,
+        "kv" => kv::build(cfg, core, tenant)?,
+        "spmv-cg" => spmv_cg::build(cfg, core, tenant)?,
+        "gemm" => gemm::build(cfg, core, tenant)?,
+        "stream" => stream::build(cfg, core, tenant)?,
         // `validate` has already rejected every other name.
         other => bail!("workload: unknown workload `{other}`"),
     };
@@ -381,6 +471,20 @@ pub(crate) mod tests {
         records
     }
 
+    /// Checks what every application workload's records satisfy: the exact count,
+    /// addresses within the layout's footprint, no access across a 64-byte line, and
+    /// the core and tenant.
+    pub(crate) fn check_app_common(cfg: &WorkloadConfig, records: &[Access]) {
+        assert_eq!(records.len() as u64, cfg.refs);
+        let end = cfg.base_vaddr + footprint_bytes(cfg).expect("valid test config");
+        for a in records {
+            assert!((cfg.base_vaddr..end).contains(&a.vaddr), "{:#x} outside the footprint", a.vaddr);
+            assert!((1..=64).contains(&a.size), "size {}", a.size);
+            assert_eq!(a.vaddr / 64, (a.vaddr + a.size as u64 - 1) / 64, "{:#x}+{} crosses a line", a.vaddr, a.size);
+            assert_eq!((a.core, a.tenant), (3, 2));
+        }
+    }
+
     /// Same seed, core and tenant give the same first 10 000 records; another seed,
     /// and another core, give different ones.
     pub(crate) fn check_determinism(cfg: &WorkloadConfig) {
@@ -446,7 +550,7 @@ pub(crate) mod tests {
     fn validation_errors_name_the_field() {
         assert_eq!(
             error_after(|c| c.name = "foo".into()),
-            "workload: unknown workload `foo` (known: uniform, gups, zipf, hotspot, seqscan, chase)"
+            "workload: unknown workload `foo` (known: uniform, gups, zipf, hotspot, seqscan, chase, graph-bfs, pagerank, kv, spmv-cg, gemm, stream)"
         );
         assert_eq!(
             error_after(|c| c.hotspot.hot_size = 1.5),

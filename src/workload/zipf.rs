@@ -99,7 +99,7 @@ impl Source for Zipf {
 ///
 /// `H` and `H⁻¹` are evaluated by a [`Density`].
 #[derive(Clone, Debug)]
-struct RankSampler {
+pub(super) struct RankSampler {
     n: u64,
     density: Density,
     /// `H(3/2) - h(1)`: the low end of the range of `u`.
@@ -112,7 +112,7 @@ struct RankSampler {
 
 impl RankSampler {
     /// Creates a sampler of ranks `1..=n` (`n ≥ 1`) with exponent `alpha > 0`.
-    fn new(n: u64, alpha: f64) -> RankSampler {
+    pub(super) fn new(n: u64, alpha: f64) -> RankSampler {
         let density = Density::new(alpha);
         let u_low = density.big_h(1.5) - 1.0;
         RankSampler {
@@ -126,7 +126,7 @@ impl RankSampler {
 
     /// Returns a rank in `1..=n`.
     #[inline]
-    fn sample(&self, rng: &mut Rng) -> u64 {
+    pub(super) fn sample(&self, rng: &mut Rng) -> u64 {
         loop {
             let u = self.u_high + rng.unit() * (self.u_low - self.u_high);
             if let Some(k) = self.rank(u) {
