@@ -1,4 +1,7 @@
-//! The command line: `demo`, `run`, `compare`, `policies`, `config`.
+//! The command line: `demo`, `run`, `compare`, `policies`, `config`, and the trace
+//! commands `record`, `convert` and `inspect` (in [`traces`]).
+
+mod traces;
 
 use crate::config::{Config, Sources, PRESETS};
 use crate::engine::{self, RunOptions};
@@ -41,6 +44,12 @@ pub enum Command {
         #[command(flatten)]
         cfg: ConfigArgs,
     },
+    /// Run a program under valgrind lackey and write its memory trace in the native format.
+    Record(traces::RecordArgs),
+    /// Convert a trace from any supported format to the native format.
+    Convert(traces::ConvertArgs),
+    /// Print a trace's statistics: footprint, references per page, hot pages per interval.
+    Inspect(traces::InspectArgs),
 }
 
 /// Where the configuration comes from.
@@ -73,6 +82,20 @@ pub struct ConfigArgs {
     /// Override any configuration key by its dotted path, e.g. machine.tiers.fast.capacity=2GiB.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// A trace to replay instead of a synthetic workload, any supported format; repeat
+    /// for one trace per core (each in its own address space unless --tenant says otherwise).
+    #[arg(long = "trace", value_name = "FILE")]
+    pub traces: Vec<String>,
+    /// Tenant (address space) of each --trace, in order: traces with the same tenant
+    /// share an address space.
+    #[arg(long = "tenant", value_name = "N")]
+    pub tenants: Vec<u16>,
+    /// Format of the --trace files (default: detected from their content).
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Skip malformed trace lines (and count them) instead of stopping at the first.
+    #[arg(long)]
+    pub skip_malformed: bool,
 }
 
 impl ConfigArgs {
@@ -95,7 +118,19 @@ impl ConfigArgs {
             }
         }
         sets.extend(self.sets.iter().cloned());
-        Config::load(&Sources { preset: self.preset.clone(), file: self.config.clone(), mix: self.mix.clone(), sets })
+        if let Some(f) = &self.format {
+            crate::trace::Format::parse(f)?;
+        }
+        Config::load(&Sources {
+            preset: self.preset.clone(),
+            file: self.config.clone(),
+            mix: self.mix.clone(),
+            sets,
+            traces: self.traces.clone(),
+            tenants: self.tenants.clone(),
+            trace_format: self.format.clone(),
+            skip_malformed: self.skip_malformed,
+        })
     }
 }
 
@@ -205,6 +240,9 @@ pub fn main(cli: Cli) -> Result<()> {
             print!("{}", cfg.load()?.to_toml()?);
             Ok(())
         }
+        Command::Record(args) => traces::record(&args),
+        Command::Convert(args) => traces::convert(&args),
+        Command::Inspect(args) => traces::inspect(&args),
     }
 }
 

@@ -11,6 +11,7 @@
 use crate::machine::{MachineConfig, TenantKind};
 use crate::policy::registry::{with_policy, PolicyVisitor, POLICIES};
 use crate::policy::Policy;
+use crate::trace::Format;
 use crate::workload::WorkloadConfig;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -60,7 +61,33 @@ pub struct WorkloadSlot {
     pub tenant: u16,
     /// Whether that tenant is a process or a VM.
     pub kind: TenantKind,
+    /// The synthetic workload (unused when `trace` is set).
     pub workload: WorkloadConfig,
+    /// The trace this core replays instead of a synthetic workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceSlot>,
+}
+
+impl WorkloadSlot {
+    /// What the slot runs, for messages: `workload `gups`` or `trace FILE`.
+    pub fn describe(&self) -> String {
+        match &self.trace {
+            Some(t) => format!("trace {}", t.path),
+            None => format!("workload `{}`", self.workload.name),
+        }
+    }
+}
+
+/// A trace replayed by one core: the `trace`, `format` and `skip_malformed` keys of
+/// a `[[workloads]]` entry, or one `--trace` option.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceSlot {
+    /// Path of the trace file.
+    pub path: String,
+    /// Its format, or `None` to detect it.
+    pub format: Option<Format>,
+    /// Skip malformed lines (counting them) instead of failing.
+    pub skip_malformed: bool,
 }
 
 /// The whole configuration.
@@ -140,6 +167,15 @@ pub struct Sources {
     pub mix: Vec<String>,
     /// `key=value` overrides, applied in order.
     pub sets: Vec<String>,
+    /// One trace per core (`--trace`), each its own tenant unless `tenants` says otherwise.
+    pub traces: Vec<String>,
+    /// Tenant of each trace (`--tenant`), in the order of `traces`; empty for one
+    /// tenant per trace.
+    pub tenants: Vec<u16>,
+    /// Format of every trace (`--format`), or `None` to detect each.
+    pub trace_format: Option<String>,
+    /// Skip malformed trace lines (`--skip-malformed`).
+    pub skip_malformed: bool,
 }
 
 fn deserialize<T: serde::de::DeserializeOwned>(value: Value, prefix: &str) -> Result<T> {
@@ -181,6 +217,30 @@ impl Config {
             root.insert("workloads".into(), Value::Array(entries.collect()));
             set_path(&mut root, "machine.cores", Value::Integer(src.mix.len() as i64))?;
         }
+        if !src.traces.is_empty() {
+            if !src.mix.is_empty() {
+                bail!("--trace and --mix cannot be combined: each gives every core its workload");
+            }
+            if !src.tenants.is_empty() && src.tenants.len() != src.traces.len() {
+                bail!("--tenant: give one per --trace ({} traces, {} tenants)", src.traces.len(), src.tenants.len());
+            }
+            let mut entries = Vec::new();
+            for (i, path) in src.traces.iter().enumerate() {
+                let mut t = Table::new();
+                t.insert("trace".into(), Value::String(path.clone()));
+                if let Some(f) = &src.trace_format {
+                    t.insert("format".into(), Value::String(f.clone()));
+                }
+                if src.skip_malformed {
+                    t.insert("skip_malformed".into(), Value::Boolean(true));
+                }
+                let tenant = src.tenants.get(i).copied().unwrap_or(i as u16);
+                t.insert("tenant".into(), Value::Integer(tenant as i64));
+                entries.push(Value::Table(t));
+            }
+            root.insert("workloads".into(), Value::Array(entries));
+            set_path(&mut root, "machine.cores", Value::Integer(src.traces.len() as i64))?;
+        }
         for s in &src.sets {
             let (k, v) = s.split_once('=').ok_or_else(|| anyhow!("--set {s}: expected key=value"))?;
             set_path(&mut root, k.trim(), parse_value(v.trim()))?;
@@ -206,7 +266,9 @@ impl Config {
         }
         with_policy(&self.policy.name, CheckParams(self))??;
         for slot in self.slots()? {
-            slot.workload.validate()?;
+            if slot.trace.is_none() {
+                slot.workload.validate()?;
+            }
         }
         Ok(())
     }
@@ -222,7 +284,7 @@ impl Config {
     /// The workloads of the run, one per core.
     pub fn slots(&self) -> Result<Vec<WorkloadSlot>> {
         if self.workloads.is_empty() {
-            return Ok(vec![WorkloadSlot { core: 0, tenant: 0, kind: self.tenant_kind, workload: self.workload.clone() }]);
+            return Ok(vec![WorkloadSlot { core: 0, tenant: 0, kind: self.tenant_kind, workload: self.workload.clone(), trace: None }]);
         }
         let base = Table::try_from(&self.workload).expect("workload serialises");
         let mut slots: Vec<WorkloadSlot> = Vec::new();
@@ -243,11 +305,31 @@ impl Config {
                 None => TenantKind::Process,
                 Some(v) => deserialize(v, &format!("{field}.kind"))?,
             };
+            let trace = match t.remove("trace") {
+                None => None,
+                Some(Value::String(path)) => Some(TraceSlot { path, format: None, skip_malformed: false }),
+                Some(v) => bail!("{field}.trace: expected a file path, got {v}"),
+            };
+            let format = match t.remove("format") {
+                None => None,
+                Some(Value::String(f)) => Some(Format::parse(&f).map_err(|e| anyhow!("{field}.format: {}", e.to_string().trim_start_matches("--format: ")))?),
+                Some(v) => bail!("{field}.format: expected a trace format name, got {v}"),
+            };
+            let skip_malformed = match t.remove("skip_malformed") {
+                None => false,
+                Some(Value::Boolean(b)) => b,
+                Some(v) => bail!("{field}.skip_malformed: expected true or false, got {v}"),
+            };
+            let trace = match trace {
+                Some(tr) => Some(TraceSlot { format, skip_malformed, ..tr }),
+                None if format.is_some() || skip_malformed => bail!("{field}: `format` and `skip_malformed` need a `trace` file"),
+                None => None,
+            };
             if core >= self.machine.cores {
                 bail!("{field}.core: core {core} does not exist (machine.cores = {})", self.machine.cores);
             }
             if let Some(other) = slots.iter().find(|s| s.core == core) {
-                bail!("{field}.core: core {core} already runs workload `{}`; give each core one workload", other.workload.name);
+                bail!("{field}.core: core {core} already runs {}; give each core one workload", other.describe());
             }
             if let Some(other) = slots.iter().find(|s| s.tenant == tenant && s.kind != kind) {
                 bail!("{field}.kind: tenant {tenant} is already a {:?}", other.kind);
@@ -255,7 +337,7 @@ impl Config {
             let mut w = base.clone();
             merge(&mut w, t);
             let workload: WorkloadConfig = deserialize(Value::Table(w), &field)?;
-            slots.push(WorkloadSlot { core, tenant, kind, workload });
+            slots.push(WorkloadSlot { core, tenant, kind, workload, trace });
         }
         let tenants = slots.iter().map(|s| s.tenant).max().unwrap_or(0) as usize + 1;
         for t in 0..tenants as u16 {

@@ -22,11 +22,24 @@ pub fn run_summary(r: &Report) -> String {
     let w = &mut out;
     let _ = writeln!(w, "policy            {}", r.policy);
     for slot in &r.workloads {
-        let _ = writeln!(
-            w,
-            "workload          core {} tenant {} ({:?}): {} over {}",
-            slot.core, slot.tenant, slot.kind, slot.workload.name, slot.workload.footprint
-        );
+        match &slot.trace {
+            Some(t) => {
+                let _ = writeln!(w, "trace             core {} tenant {} ({:?}): {}", slot.core, slot.tenant, slot.kind, t.path);
+            }
+            None => {
+                let _ = writeln!(
+                    w,
+                    "workload          core {} tenant {} ({:?}): {} over {}",
+                    slot.core, slot.tenant, slot.kind, slot.workload.name, slot.workload.footprint
+                );
+            }
+        }
+    }
+    if r.workloads.iter().any(|s| s.trace.is_some()) {
+        let _ = writeln!(w, "footprint         {:.2} MiB measured from the traces", mib(r.footprint_bytes));
+    }
+    if r.malformed_lines_skipped > 0 {
+        let _ = writeln!(w, "malformed lines   {} skipped", r.malformed_lines_skipped);
     }
     let _ = writeln!(w, "references        {}", s.references);
     let _ = writeln!(w, "instructions      {}", s.instructions);
