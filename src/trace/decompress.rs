@@ -37,6 +37,11 @@ pub fn open(path: &str) -> Result<Input> {
         let f = File::open(path).with_context(|| format!("{path}: cannot open"))?;
         (Box::new(f), path.to_string())
     };
+    wrap(raw, name)
+}
+
+/// Undoes the compression of the stream `raw`, named `name` in messages.
+pub fn wrap(raw: Box<dyn Read>, name: String) -> Result<Input> {
     let (magic, raw) = peek(raw, 6).with_context(|| format!("{name}: cannot read"))?;
     let (decoded, compression): (Box<dyn Read>, Option<&'static str>) = if magic.starts_with(&[0x1f, 0x8b]) {
         (Box::new(flate2::read::MultiGzDecoder::new(io::BufReader::with_capacity(1 << 16, raw))), Some("gzip"))

@@ -4,9 +4,9 @@
 //! ever contains them, and every ChampSim record has several zero bytes (unused
 //! register slots and the high bytes of addresses). The native format starts with
 //! its magic. Text formats are told apart by the shape of their first few
-//! meaningful lines, each of which must parse; the first format whose sample lines
-//! all fit wins, most specific first (lackey and Pin lines have fixed punctuation;
-//! the Ramulator formats are bare numbers and letters).
+//! meaningful lines: the format that parses most of them wins, if it parses at least
+//! half, the most specific first on a tie (lackey and Pin lines have fixed
+//! punctuation; the Ramulator formats are bare numbers and letters).
 //!
 //! The same facts let a forced `--format` fail early with a clear message when a
 //! binary file is read as text or the reverse.
@@ -21,6 +21,9 @@ const SAMPLE_LINES: usize = 16;
 pub fn is_binary(head: &[u8]) -> bool {
     head.iter().any(|&b| b == 0 || (b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t')) || b == 0x7f)
 }
+
+/// A check of one line of a text format.
+type LineCheck = fn(&[u8]) -> bool;
 
 /// Returns the format of a trace starting with `head`, if it is recognised.
 pub fn detect(head: &[u8]) -> Option<Format> {
@@ -37,14 +40,19 @@ pub fn detect(head: &[u8]) -> Option<Format> {
     if lines.is_empty() {
         return None;
     }
-    let candidates: [(Format, fn(&[u8]) -> bool); 5] = [
+    let candidates: [(Format, LineCheck); 5] = [
         (Format::Lackey, lackey::line_is_valid),
         (Format::Pin, pin::line_is_valid),
         (Format::Ramulator2, |l| ramulator::line_is_valid(ramulator::Kind::LoadStore, l)),
         (Format::RamulatorDram, |l| ramulator::line_is_valid(ramulator::Kind::Dram, l)),
         (Format::RamulatorCpu, |l| ramulator::line_is_valid(ramulator::Kind::Cpu, l)),
     ];
-    candidates.iter().find(|(_, ok)| lines.iter().all(|l| ok(l))).map(|c| c.0)
+    // The format that parses most sample lines wins (the earliest on a tie), if it
+    // parses at least half of them: a malformed line near the top is then reported
+    // by the reader with its line number instead of defeating detection.
+    let scores = candidates.map(|(f, ok)| (f, lines.iter().filter(|l| ok(l)).count()));
+    let best = scores.iter().fold(scores[0], |b, &c| if c.1 > b.1 { c } else { b });
+    (best.1 > 0 && 2 * best.1 >= lines.len()).then_some(best.0)
 }
 
 /// The lines of `head` that end with a newline (a cut-off last line is left out),

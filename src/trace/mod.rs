@@ -130,7 +130,15 @@ pub struct Opened {
 
 /// Opens the trace at `path` (`-` is standard input) as a source of accesses.
 pub fn open(path: &str, opts: &OpenOptions) -> Result<Opened> {
-    let input = decompress::open(path)?;
+    open_input(decompress::open(path)?, opts)
+}
+
+/// Opens the trace in the byte stream `raw` (named `name` in messages).
+pub fn open_reader(raw: Box<dyn std::io::Read>, name: &str, opts: &OpenOptions) -> Result<Opened> {
+    open_input(decompress::wrap(raw, name.to_string())?, opts)
+}
+
+fn open_input(input: decompress::Input, opts: &OpenOptions) -> Result<Opened> {
     let detected = detect::detect(&input.head);
     let format = match opts.format {
         None => detected.ok_or_else(|| detect::undetected(&input.name, &input.head))?,
@@ -197,5 +205,80 @@ pub(crate) fn take_spill(out: &mut Vec<Access>, max: usize, spill: &mut Vec<Acce
     if !spill.is_empty() {
         let n = spill.len().min(max);
         out.extend(spill.drain(..n));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Drains a source; any error ends it.
+    fn drain(o: &mut Opened) -> Result<usize> {
+        let mut n = 0;
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            o.source.fill(&mut buf, 512)?;
+            if buf.is_empty() {
+                return Ok(n);
+            }
+            for a in &buf {
+                assert!(a.vaddr < VA_LIMIT && a.size >= 1 && (a.vaddr % LINE_BYTES) + a.size as u64 <= LINE_BYTES, "{a:?}");
+            }
+            n += buf.len();
+        }
+    }
+
+    fn read_bytes(bytes: &[u8], format: Option<Format>) {
+        let opts = OpenOptions { format, skip_malformed: false };
+        if let Ok(mut o) = open_reader(Box::new(std::io::Cursor::new(bytes.to_vec())), "p", &opts) {
+            let _ = drain(&mut o);
+        }
+        let skip = OpenOptions { format, skip_malformed: true };
+        if let Ok(mut o) = open_reader(Box::new(std::io::Cursor::new(bytes.to_vec())), "p", &skip) {
+            let _ = drain(&mut o);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Arbitrary bytes give every reader an error or valid records, never a panic.
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            read_bytes(&bytes, None);
+            for (f, _) in Format::ALL {
+                read_bytes(&bytes, Some(f));
+            }
+        }
+
+        /// Arbitrary lines of trace-like text (valid-looking tokens in any order) too.
+        #[test]
+        fn arbitrary_trace_like_text_never_panics(lines in proptest::collection::vec(
+            proptest::string::string_regex("(I  | L | S | M |LD |ST |0x[0-9a-f]{1,17}: [RW] |[0-9]{1,20} |==1== )?[0-9a-fx]{0,18}(,[0-9]{1,4})?( [RW0-9x]{1,6})?").unwrap(), 0..40)) {
+            let text = lines.join("\n");
+            for (f, _) in Format::ALL {
+                read_bytes(text.as_bytes(), Some(f));
+            }
+            read_bytes(text.as_bytes(), None);
+        }
+
+        /// Native traces with random bytes flipped are read or rejected, never a panic.
+        #[test]
+        fn corrupted_native_traces_never_panic(flips in proptest::collection::vec((0usize..4000, any::<u8>()), 1..6)) {
+            let mut bytes = Vec::new();
+            let mut w2 = native::NativeWriter::new(&mut bytes, true, true).unwrap();
+            for i in 0..3000u64 {
+                w2.push(&Access { vaddr: 0x7f00_0000_0000 + (i * 72) % (1 << 20), instrs: (i % 7) as u32, core: (i % 3) as u16, tenant: (i % 2) as u16, size: 8, flags: (i % 3) as u8 & 1 }).unwrap();
+            }
+            w2.finish().unwrap();
+            for (at, b) in flips {
+                let i = at % bytes.len();
+                bytes[i] ^= b | 1;
+            }
+            read_bytes(&bytes, None);
+            read_bytes(&bytes, Some(Format::Native));
+        }
     }
 }

@@ -517,7 +517,7 @@ mod tests {
         let mut addr = 0x7f00_0000_0000u64;
         for i in 0..n {
             let r = rng.next_u64();
-            addr = if r % 4 == 0 { (r >> 8) % (1 << 47) } else { addr.wrapping_add(8) % (1 << 47) } & !7;
+            addr = if r.is_multiple_of(4) { (r >> 8) % (1 << 47) } else { addr.wrapping_add(8) % (1 << 47) } & !7;
             v.push(Access {
                 vaddr: addr,
                 instrs: (r >> 20) as u32 % 5,
