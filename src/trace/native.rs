@@ -434,7 +434,14 @@ impl Source for NativeReader {
                 break;
             }
             let n = self.left.min(max - out.len());
-            for _ in 0..n {
+            // Records far enough from the end of the block take the fast path.
+            let (pos, prev, fast) = decode_fast(&self.raw, self.pos, self.prev, self.field_bits(), n, out);
+            self.pos = pos;
+            self.prev = prev;
+            if fast == usize::MAX {
+                return Err(self.corrupt("malformed record"));
+            }
+            for _ in fast..n {
                 match self.decode() {
                     Ok(a) => out.push(a),
                     Err(e) => return Err(self.corrupt(&e.to_string())),
@@ -445,6 +452,70 @@ impl Source for NativeReader {
         }
         Ok(())
     }
+}
+
+/// Reads a varint of at most `max_len` bytes at `r[*j..]`.
+#[inline(always)]
+fn varint_at(r: &[u8; MAX_RECORD_BYTES], j: &mut usize, max_len: usize) -> Option<u64> {
+    let mut v = 0u64;
+    for k in 0..max_len {
+        let b = r[*j + k];
+        v |= ((b & 0x7f) as u64) << (7 * k);
+        if b < 0x80 {
+            *j += k + 1;
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Decodes up to `n` records starting at `pos` while a whole maximal record fits
+/// before the end of `raw` (so no read can run past it: each field's varint is
+/// limited to its own maximum length, and those add up to [`MAX_RECORD_BYTES`]).
+/// Returns the new position and state and the number decoded, or `usize::MAX`
+/// decoded for a malformed record (position and state then point at it).
+#[inline]
+fn decode_fast(raw: &[u8], mut pos: usize, mut p: Prev, fields: u8, n: usize, out: &mut Vec<Access>) -> (usize, Prev, usize) {
+    let bad_bits = 0x80 | ((R_CORE | R_TENANT) & !fields);
+    let mut done = 0;
+    while done < n && pos + MAX_RECORD_BYTES <= raw.len() {
+        let r: &[u8; MAX_RECORD_BYTES] = raw[pos..pos + MAX_RECORD_BYTES].try_into().expect("fixed length");
+        let h = r[0];
+        let mut j = 1;
+        let Some(delta) = varint_at(r, &mut j, 10) else { return (pos, p, usize::MAX) };
+        let vaddr = p.vaddr.wrapping_add(unzigzag(delta) as u64);
+        let size = if h & R_SIZE != 0 {
+            j += 1;
+            r[j - 1]
+        } else {
+            p.size
+        };
+        let instrs = match (h >> R_INSTRS_SHIFT) & 3 {
+            0 => p.instrs,
+            1 => 0,
+            2 => match varint_at(r, &mut j, 5) {
+                Some(v) if v <= u32::MAX as u64 => v as u32,
+                _ => return (pos, p, usize::MAX),
+            },
+            _ => return (pos, p, usize::MAX),
+        };
+        let small = |on: bool, old: u16, j: &mut usize| -> Option<u16> {
+            if !on {
+                return Some(old);
+            }
+            varint_at(r, j, 3).and_then(|v| u16::try_from(v).ok())
+        };
+        let Some(core) = small(h & R_CORE != 0, p.core, &mut j) else { return (pos, p, usize::MAX) };
+        let Some(tenant) = small(h & R_TENANT != 0, p.tenant, &mut j) else { return (pos, p, usize::MAX) };
+        if h & bad_bits != 0 || vaddr >= VA_LIMIT || size == 0 || (vaddr & (LINE_BYTES - 1)) + size as u64 > LINE_BYTES {
+            return (pos, p, usize::MAX);
+        }
+        out.push(Access { vaddr, instrs, core, tenant, size, flags: h & (R_WRITE | R_DEPENDENT) });
+        p = Prev { vaddr, size, instrs, core, tenant };
+        pos += j;
+        done += 1;
+    }
+    (pos, p, done)
 }
 
 /// A parsed trailer.
