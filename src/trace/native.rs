@@ -484,21 +484,19 @@ fn decode_fast(raw: &[u8], mut pos: usize, mut p: Prev, fields: u8, n: usize, ou
         let mut j = 1;
         let Some(delta) = varint_at(r, &mut j, 10) else { return (pos, p, usize::MAX) };
         let vaddr = p.vaddr.wrapping_add(unzigzag(delta) as u64);
-        let size = if h & R_SIZE != 0 {
-            j += 1;
-            r[j - 1]
-        } else {
-            p.size
-        };
-        let instrs = match (h >> R_INSTRS_SHIFT) & 3 {
-            0 => p.instrs,
-            1 => 0,
-            2 => match varint_at(r, &mut j, 5) {
-                Some(v) if v <= u32::MAX as u64 => v as u32,
+        // Size and instruction count without branches on the common paths: the
+        // optional byte is read either way and used or not.
+        let has_size = (h & R_SIZE != 0) as usize;
+        let size = if has_size != 0 { r[j] } else { p.size };
+        j += has_size;
+        let code = (h >> R_INSTRS_SHIFT) & 3;
+        let mut instrs = if code == 0 { p.instrs } else { 0 };
+        if code >= 2 {
+            match varint_at(r, &mut j, 5) {
+                Some(v) if code == 2 && v <= u32::MAX as u64 => instrs = v as u32,
                 _ => return (pos, p, usize::MAX),
-            },
-            _ => return (pos, p, usize::MAX),
-        };
+            }
+        }
         let small = |on: bool, old: u16, j: &mut usize| -> Option<u16> {
             if !on {
                 return Some(old);
