@@ -145,13 +145,18 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
     Ok(())
 }
 
-/// Returns whether `program` can be run: a path to an existing file, or a name found
+/// Returns the file `program` runs: a path to an existing file, or the first match
 /// on `PATH`.
-fn runnable(program: &str) -> bool {
+fn resolve(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
-        return Path::new(program).is_file();
+        return Path::new(program).is_file().then(|| PathBuf::from(program));
     }
-    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+    let paths = std::env::var_os("PATH")?;
+    std::env::split_paths(&paths).map(|d| d.join(program)).find(|p| p.is_file())
+}
+
+fn runnable(program: &str) -> bool {
+    resolve(program).is_some()
 }
 
 /// A pipe's read end that lets data pile up before reading it (see the module docs).
@@ -209,8 +214,13 @@ pub fn record(args: &RecordArgs) -> Result<()> {
     if !runnable("valgrind") {
         bail!("record: valgrind not found on PATH; install it (e.g. apt-get install -y valgrind)");
     }
-    if !runnable(program) {
-        bail!("record: program `{program}` not found");
+    let Some(file) = resolve(program) else { bail!("record: program `{program}` not found") };
+    let mut magic = [0u8; 2];
+    if File::open(&file).and_then(|mut f| io::Read::read_exact(&mut f, &mut magic)).is_ok() && &magic == b"#!" {
+        eprintln!(
+            "tiersim: note: {} is a script: valgrind traces its interpreter, and not the programs it runs with exec (a wrapper such as a pyenv shim); give the real binary to trace that",
+            file.display()
+        );
     }
     let out_path = args.out.clone().unwrap_or_else(|| {
         let base = Path::new(program).file_name().map_or("trace".into(), |n| n.to_string_lossy().to_string());
