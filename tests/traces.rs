@@ -193,6 +193,17 @@ fn bad_traces_fail_with_file_line_and_exit_code_2() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     bad(&["run", "--trace", "-"], "standard input cannot be read twice");
     bad(&["inspect", "/nonexistent.trace"], "/nonexistent.trace: cannot open");
+    // Standard input, compressed, for inspect.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tiersim"))
+        .args(["inspect", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&std::fs::read(data("rep.lk.gz")).unwrap()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("references        15 (5 reads, 10 writes"));
     bad(&["inspect", &path, "--format", "vcd"], "unknown trace format `vcd`");
 }
 

@@ -453,4 +453,31 @@ mod tests {
         assert_eq!(slots[0].workload.footprint.bytes(), 64 << 20);
         assert_eq!(slots[1].workload.name, "zipf");
     }
+
+    #[test]
+    fn workloads_entries_may_replay_traces() {
+        let text = r#"
+            [machine]
+            cores = 2
+            [[workloads]]
+            trace = "a.lk.gz"
+            format = "lackey"
+            skip_malformed = true
+            [[workloads]]
+            name = "gups"
+            tenant = 0
+        "#;
+        let dir = std::env::temp_dir().join(format!("tiersim-cfg-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("traces.toml");
+        std::fs::write(&path, text).unwrap();
+        let c = Config::load(&Sources { file: Some(path.clone()), ..Default::default() }).unwrap();
+        let slots = c.slots().unwrap();
+        let t = slots[0].trace.as_ref().expect("a trace slot");
+        assert_eq!((t.path.as_str(), t.format, t.skip_malformed), ("a.lk.gz", Some(Format::Lackey), true));
+        assert!(slots[1].trace.is_none());
+        std::fs::write(&path, text.replace("\"lackey\"", "\"vcd\"")).unwrap();
+        let e = Config::load(&Sources { file: Some(path), ..Default::default() }).unwrap_err().to_string();
+        assert!(e.starts_with("workloads[0].format: unknown trace format `vcd`"), "{e}");
+    }
 }
