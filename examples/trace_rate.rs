@@ -26,7 +26,11 @@ fn main() -> anyhow::Result<()> {
     let Some(path) = args.first() else { anyhow::bail!("usage: trace_rate FILE [FORMAT]") };
     let format = args.get(1).map(|f| Format::parse(f)).transpose()?;
     let bytes = std::fs::read(path)?;
-    let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+    // Lines of the decompressed content (this read also warms the page cache).
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut tiersim::trace::decompress::open(path)?.reader, &mut text)?;
+    let lines = text.iter().filter(|&&b| b == b'\n').count();
+    drop(text);
     let mut rates = Vec::new();
     let mut cpu = Vec::new();
     let mut records = 0u64;
