@@ -304,5 +304,8 @@ fn policies_text() -> Result<String> {
     for (name, about) in WORKLOADS {
         out += &format!("  {name:<11} {about}\n");
     }
+    out += "Trace formats (--trace FILE, detected or --format; see docs/trace-formats.md):\n  ";
+    out += &crate::trace::Format::ALL.map(|f| f.1).join(", ");
+    out += "\n";
     Ok(out)
 }

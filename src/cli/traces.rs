@@ -85,7 +85,10 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
     let mut opened = trace::open(&args.trace, &open_options(&args.format, args.skip_malformed)?)?;
     let mut r = analysis::inspect(opened.source.as_mut(), args.interval)?;
     r.trace = args.trace.clone();
-    r.format = opened.format.name().to_string();
+    r.format = match opened.compression {
+        Some(c) => format!("{}, {c}-compressed", opened.format),
+        None => opened.format.name().to_string(),
+    };
     print!("{}", analysis::table(&r));
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&r)? + "\n").with_context(|| format!("{}: cannot write", path.display()))?;

@@ -53,6 +53,7 @@ pub struct ChampSimReader {
 }
 
 impl ChampSimReader {
+    /// Reads the ChampSim trace `src` (named `name` in messages).
     pub fn new(src: Box<dyn Read>, name: String) -> ChampSimReader {
         ChampSimReader {
             src,

@@ -61,6 +61,7 @@ pub struct PageSet {
 }
 
 impl PageSet {
+    /// An empty set.
     pub fn new() -> PageSet {
         PageSet::default()
     }

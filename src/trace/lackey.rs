@@ -159,6 +159,8 @@ pub struct LackeyReader {
 }
 
 impl LackeyReader {
+    /// Reads the lackey output `src` (named `name` in messages), failing at the
+    /// first malformed line unless `skip_malformed`.
     pub fn new(src: Box<dyn Read>, name: String, skip_malformed: bool) -> LackeyReader {
         LackeyReader {
             lines: Lines::new(src, name, skip_malformed),

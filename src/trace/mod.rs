@@ -119,8 +119,12 @@ pub struct OpenOptions {
 
 /// An opened trace: its reader and what was learnt while opening it.
 pub struct Opened {
+    /// The reader.
     pub source: Box<dyn Source>,
+    /// The format, detected or forced.
     pub format: Format,
+    /// The compression undone (`gzip`, `xz`, `zstd`), if any.
+    pub compression: Option<&'static str>,
     /// Whether records carry their own tenant (native traces written with the
     /// per-record tenant field); otherwise every record is tenant 0.
     pub record_tenants: bool,
@@ -148,12 +152,13 @@ fn open_input(input: decompress::Input, opts: &OpenOptions) -> Result<Opened> {
         }
     };
     let name = input.name.clone();
+    let compression = input.compression;
     let skip = opts.skip_malformed;
     let opened = match format {
         Format::Native => {
             let r = native::NativeReader::new(input.reader, name)?;
             let (record_tenants, record_cores) = (r.record_tenants(), r.record_cores());
-            return Ok(Opened { source: Box::new(r), format, record_tenants, record_cores });
+            return Ok(Opened { source: Box::new(r), format, compression, record_tenants, record_cores });
         }
         Format::Lackey => Box::new(lackey::LackeyReader::new(input.reader, name, skip)) as Box<dyn Source>,
         Format::Pin => Box::new(pin::PinReader::new(input.reader, name, skip)),
@@ -162,7 +167,7 @@ fn open_input(input: decompress::Input, opts: &OpenOptions) -> Result<Opened> {
         Format::RamulatorDram => Box::new(ramulator::RamulatorReader::new(input.reader, name, skip, ramulator::Kind::Dram)),
         Format::Ramulator2 => Box::new(ramulator::RamulatorReader::new(input.reader, name, skip, ramulator::Kind::LoadStore)),
     };
-    Ok(Opened { source: opened, format, record_tenants: false, record_cores: false })
+    Ok(Opened { source: opened, format, compression, record_tenants: false, record_cores: false })
 }
 
 /// Returns `size` bytes at `addr` cut into one access per cache line touched, each

@@ -294,10 +294,12 @@ impl NativeReader {
         })
     }
 
+    /// Whether records carry their own tenant (the header's tenant flag).
     pub fn record_tenants(&self) -> bool {
         self.flags & FLAG_TENANT != 0
     }
 
+    /// Whether records carry their own core (the header's core flag).
     pub fn record_cores(&self) -> bool {
         self.flags & FLAG_CORE != 0
     }

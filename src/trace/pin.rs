@@ -64,6 +64,8 @@ pub struct PinReader {
 }
 
 impl PinReader {
+    /// Reads the pinatrace output `src` (named `name` in messages), failing at the
+    /// first malformed line unless `skip_malformed`.
     pub fn new(src: Box<dyn Read>, name: String, skip_malformed: bool) -> PinReader {
         PinReader { lines: Lines::new(src, name, skip_malformed), done: false }
     }

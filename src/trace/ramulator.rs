@@ -111,6 +111,8 @@ pub struct RamulatorReader {
 }
 
 impl RamulatorReader {
+    /// Reads the Ramulator trace `src` of format `kind` (named `name` in messages),
+    /// failing at the first malformed line unless `skip_malformed`.
     pub fn new(src: Box<dyn Read>, name: String, skip_malformed: bool, kind: Kind) -> RamulatorReader {
         RamulatorReader { lines: Lines::new(src, name, skip_malformed), kind, spill: Vec::new(), done: false }
     }

@@ -19,6 +19,7 @@ pub struct LineReader {
 }
 
 impl LineReader {
+    /// Splits `src` into lines.
     pub fn new(src: Box<dyn Read>) -> LineReader {
         LineReader { src, buf: vec![0; BUF_BYTES], pos: 0, end: 0, eof: false }
     }
@@ -89,6 +90,7 @@ pub struct Lines {
 }
 
 impl Lines {
+    /// Lines of `src`, named `name` in messages.
     pub fn new(src: Box<dyn Read>, name: String, skip: bool) -> Lines {
         Lines { reader: LineReader::new(src), name, line_no: 0, skip, skipped: 0 }
     }
