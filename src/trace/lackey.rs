@@ -435,6 +435,27 @@ mod tests {
     }
 
     #[test]
+    fn instructions_with_many_accesses_or_modifies_are_emitted_in_order() {
+        // Three accesses (not a run candidate), then a load and a modify, then a
+        // repeated I line that must not be mistaken for a run of the modify.
+        let t = "I  00400000,3\n L 00001000,8\n L 00002000,8\n S 00003000,8\nI  00400003,3\n L 00004000,4\n M 00005000,4\nI  00400003,3\n L 00004004,4\n M 00005004,4\n";
+        assert_eq!(
+            read(t),
+            [
+                acc(0x1000, 8, 0, 0),
+                acc(0x2000, 8, 0, 0),
+                acc(0x3000, 8, 0, WRITE),
+                acc(0x4000, 4, 0, 0),
+                acc(0x5000, 4, 0, 0),
+                acc(0x5000, 4, 0, WRITE),
+                acc(0x4004, 4, 0, 0),
+                acc(0x5004, 4, 0, 0),
+                acc(0x5004, 4, 0, WRITE),
+            ]
+        );
+    }
+
+    #[test]
     fn malformed_lines_name_file_and_line() {
         let mut r = LackeyReader::new(Box::new(std::io::Cursor::new(b"I  00400000,3\n Q 12,4\n".to_vec())), "f.lk".into(), false);
         let err = r.fill(&mut Vec::new(), 100).unwrap_err().to_string();
