@@ -4,6 +4,13 @@
 //!
 //! `run::<P>` is generic over the policy: hooks inline into the per-reference loop.
 //! Sources are `Box<dyn Source>` but are called once per batch of references.
+//!
+//! A core replays either a synthetic workload or a trace. Before the machine is
+//! built, every trace is measured (its native trailer, or one streaming pass) for
+//! its footprint, since tier capacities may be shares of it, and for the tenants its
+//! records name. Trace records come from outside, so each batch is checked once,
+//! by a maximum over it, against the page tables' reach and the run's tenants; the
+//! per-reference loop itself does no checking.
 
 use crate::config::{Config, WorkloadSlot};
 use crate::machine::{Machine, MachineInfo, TenantKind};
