@@ -193,10 +193,10 @@ impl LackeyReader {
         }
     }
 
-    /// Whether the held instruction repeats the run one step further on.
+    /// Whether the instruction `h` repeats the run one step further on.
     #[inline]
-    fn continues_run(&self) -> bool {
-        let (r, h) = (&self.run, &self.held);
+    fn continues_run(&self, h: &Held) -> bool {
+        let r = &self.run;
         if !r.active || h.ip != Some(r.ip) || h.n != r.n {
             return false;
         }
@@ -239,8 +239,7 @@ impl LackeyReader {
             }
             return;
         }
-        self.held = h;
-        if self.continues_run() {
+        if self.continues_run(&h) {
             self.pending = self.pending.saturating_sub(1);
             let r = &mut self.run;
             for k in 0..h.n {
@@ -264,7 +263,6 @@ impl LackeyReader {
             }
             self.run = run;
         }
-        self.held = Held::default();
     }
 
     /// Emits the held accesses and switches the held instruction to direct mode.
