@@ -1,4 +1,7 @@
-//! The command line: `demo`, `run`, `compare`, `policies`, `config`.
+//! The command line: `demo`, `run`, `compare`, `policies`, `config`, and the trace
+//! commands `record`, `convert` and `inspect` (in [`traces`]).
+
+mod traces;
 
 use crate::config::{Config, Sources, PRESETS};
 use crate::engine::{self, RunOptions};
@@ -41,6 +44,12 @@ pub enum Command {
         #[command(flatten)]
         cfg: ConfigArgs,
     },
+    /// Run a program under valgrind lackey and write its memory trace in the native format.
+    Record(traces::RecordArgs),
+    /// Convert a trace from any supported format to the native format.
+    Convert(traces::ConvertArgs),
+    /// Print a trace's statistics: footprint, references per page, hot pages per interval.
+    Inspect(traces::InspectArgs),
 }
 
 /// Where the configuration comes from.
@@ -77,6 +86,20 @@ pub struct ConfigArgs {
     /// Override any configuration key by its dotted path, e.g. machine.tiers.fast.capacity=2GiB.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// A trace to replay instead of a synthetic workload, any supported format; repeat
+    /// for one trace per core (each in its own address space unless --tenant says otherwise).
+    #[arg(long = "trace", value_name = "FILE")]
+    pub traces: Vec<String>,
+    /// Tenant (address space) of each --trace, in order: traces with the same tenant
+    /// share an address space.
+    #[arg(long = "tenant", value_name = "N")]
+    pub trace_tenants: Vec<u16>,
+    /// Format of the --trace files (default: detected from their content).
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Skip malformed trace lines (and count them) instead of stopping at the first.
+    #[arg(long)]
+    pub skip_malformed: bool,
 }
 
 impl ConfigArgs {
@@ -99,12 +122,19 @@ impl ConfigArgs {
             }
         }
         sets.extend(self.sets.iter().cloned());
+        if let Some(f) = &self.format {
+            crate::trace::Format::parse(f)?;
+        }
         Config::load(&Sources {
             preset: self.preset.clone(),
             file: self.config.clone(),
             mix: self.mix.clone(),
             tenants: self.tenants.clone(),
             sets,
+            traces: self.traces.clone(),
+            trace_tenants: self.trace_tenants.clone(),
+            trace_format: self.format.clone(),
+            skip_malformed: self.skip_malformed,
         })
     }
 }
@@ -234,6 +264,9 @@ pub fn main(cli: Cli) -> Result<()> {
             print!("{}", cfg.load()?.to_toml()?);
             Ok(())
         }
+        Command::Record(args) => traces::record(&args),
+        Command::Convert(args) => traces::convert(&args),
+        Command::Inspect(args) => traces::inspect(&args),
     }
 }
 
@@ -295,5 +328,8 @@ fn policies_text() -> Result<String> {
     for (name, about) in WORKLOADS {
         out += &format!("  {name:<11} {about}\n");
     }
+    out += "Trace formats (--trace FILE, detected or --format; see docs/trace-formats.md):\n  ";
+    out += &crate::trace::Format::ALL.map(|f| f.1).join(", ");
+    out += "\n";
     Ok(out)
 }

@@ -11,6 +11,7 @@
 use crate::machine::{MachineConfig, TenantKind};
 use crate::policy::registry::{with_policy, PolicyVisitor, POLICIES};
 use crate::policy::Policy;
+use crate::trace::Format;
 use crate::workload::WorkloadConfig;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -64,10 +65,37 @@ pub struct WorkloadSlot {
     /// (HMM-V §5.9 gives each of four VMs 8 GB of DRAM at the start); every slot of
     /// a tenant carries the same share.
     pub fast_share: Option<f64>,
+    /// The synthetic workload (unused when `trace` is set).
     pub workload: WorkloadConfig,
-    /// Bytes the workload's data span ([`crate::workload::footprint_bytes`]): its
-    /// share of the run's footprint.
+    /// Bytes the workload's data span ([`crate::workload::footprint_bytes`]), or 0 for
+    /// a trace (measured from the trace when the run starts): its share of the run's
+    /// footprint.
     pub footprint_bytes: u64,
+    /// The trace this core replays instead of a synthetic workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceSlot>,
+}
+
+impl WorkloadSlot {
+    /// What the slot runs, for messages: `workload `gups`` or `trace FILE`.
+    pub fn describe(&self) -> String {
+        match &self.trace {
+            Some(t) => format!("trace {}", t.path),
+            None => format!("workload `{}`", self.workload.name),
+        }
+    }
+}
+
+/// A trace replayed by one core: the `trace`, `format` and `skip_malformed` keys of
+/// a `[[workloads]]` entry, or one `--trace` option.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceSlot {
+    /// Path of the trace file.
+    pub path: String,
+    /// Its format, or `None` to detect it.
+    pub format: Option<Format>,
+    /// Skip malformed lines (counting them) instead of failing.
+    pub skip_malformed: bool,
 }
 
 /// The whole configuration.
@@ -149,6 +177,16 @@ pub struct Sources {
     pub tenants: Vec<String>,
     /// `key=value` overrides, applied in order.
     pub sets: Vec<String>,
+    /// One trace per core (`--trace`), each its own tenant unless `trace_tenants` says
+    /// otherwise.
+    pub traces: Vec<String>,
+    /// Tenant of each trace (`--tenant`), in the order of `traces`; empty for one
+    /// tenant per trace.
+    pub trace_tenants: Vec<u16>,
+    /// Format of every trace (`--format`), or `None` to detect each.
+    pub trace_format: Option<String>,
+    /// Skip malformed trace lines (`--skip-malformed`).
+    pub skip_malformed: bool,
 }
 
 fn deserialize<T: serde::de::DeserializeOwned>(value: Value, prefix: &str) -> Result<T> {
@@ -197,6 +235,33 @@ impl Config {
             let entries = src.tenants.iter().map(|spec| tenant_entry(spec).map(Value::Table)).collect::<Result<Vec<_>>>()?;
             root.insert("workloads".into(), Value::Array(entries));
             set_path(&mut root, "machine.cores", Value::Integer(src.tenants.len() as i64))?;
+        }
+        if !src.traces.is_empty() {
+            if !src.tenants.is_empty() {
+                bail!("--trace and --tenants cannot be combined: give trace entries a `tenant` in [[workloads]] instead");
+            }
+            if !src.mix.is_empty() {
+                bail!("--trace and --mix cannot be combined: each gives every core its workload");
+            }
+            if !src.trace_tenants.is_empty() && src.trace_tenants.len() != src.traces.len() {
+                bail!("--tenant: give one per --trace ({} traces, {} tenants)", src.traces.len(), src.trace_tenants.len());
+            }
+            let mut entries = Vec::new();
+            for (i, path) in src.traces.iter().enumerate() {
+                let mut t = Table::new();
+                t.insert("trace".into(), Value::String(path.clone()));
+                if let Some(f) = &src.trace_format {
+                    t.insert("format".into(), Value::String(f.clone()));
+                }
+                if src.skip_malformed {
+                    t.insert("skip_malformed".into(), Value::Boolean(true));
+                }
+                let tenant = src.trace_tenants.get(i).copied().unwrap_or(i as u16);
+                t.insert("tenant".into(), Value::Integer(tenant as i64));
+                entries.push(Value::Table(t));
+            }
+            root.insert("workloads".into(), Value::Array(entries));
+            set_path(&mut root, "machine.cores", Value::Integer(src.traces.len() as i64))?;
         }
         for s in &src.sets {
             let (k, v) = s.split_once('=').ok_or_else(|| anyhow!("--set {s}: expected key=value"))?;
@@ -247,6 +312,7 @@ impl Config {
                 fast_share: None,
                 workload: self.workload.clone(),
                 footprint_bytes,
+                trace: None,
             }]);
         }
         let base = Table::try_from(&self.workload).expect("workload serialises");
@@ -272,11 +338,31 @@ impl Config {
                 None => None,
                 Some(v) => Some(share(&v).map_err(|e| anyhow!("{field}.fast_share: {e}"))?),
             };
+            let trace = match t.remove("trace") {
+                None => None,
+                Some(Value::String(path)) => Some(TraceSlot { path, format: None, skip_malformed: false }),
+                Some(v) => bail!("{field}.trace: expected a file path, got {v}"),
+            };
+            let format = match t.remove("format") {
+                None => None,
+                Some(Value::String(f)) => Some(Format::parse(&f).map_err(|e| anyhow!("{field}.format: {}", e.to_string().trim_start_matches("--format: ")))?),
+                Some(v) => bail!("{field}.format: expected a trace format name, got {v}"),
+            };
+            let skip_malformed = match t.remove("skip_malformed") {
+                None => false,
+                Some(Value::Boolean(b)) => b,
+                Some(v) => bail!("{field}.skip_malformed: expected true or false, got {v}"),
+            };
+            let trace = match trace {
+                Some(tr) => Some(TraceSlot { format, skip_malformed, ..tr }),
+                None if format.is_some() || skip_malformed => bail!("{field}: `format` and `skip_malformed` need a `trace` file"),
+                None => None,
+            };
             if core >= self.machine.cores {
                 bail!("{field}.core: core {core} does not exist (machine.cores = {})", self.machine.cores);
             }
             if let Some(other) = slots.iter().find(|s| s.core == core) {
-                bail!("{field}.core: core {core} already runs workload `{}`; give each core one workload", other.workload.name);
+                bail!("{field}.core: core {core} already runs {}; give each core one workload", other.describe());
             }
             if let Some(other) = slots.iter().find(|s| s.tenant == tenant && s.kind != kind) {
                 bail!("{field}.kind: tenant {tenant} is already a {:?}", other.kind);
@@ -290,8 +376,8 @@ impl Config {
             let mut w = base.clone();
             merge(&mut w, t);
             let workload: WorkloadConfig = deserialize(Value::Table(w), &field)?;
-            let footprint_bytes = crate::workload::footprint_bytes(&workload)?;
-            slots.push(WorkloadSlot { core, tenant, kind, fast_share, workload, footprint_bytes });
+            let footprint_bytes = if trace.is_some() { 0 } else { crate::workload::footprint_bytes(&workload)? };
+            slots.push(WorkloadSlot { core, tenant, kind, fast_share, workload, footprint_bytes, trace });
         }
         let tenants = slots.iter().map(|s| s.tenant).max().unwrap_or(0) as usize + 1;
         let mut total_share = 0.0;
@@ -537,5 +623,32 @@ mod tests {
         assert_eq!((slots[1].core, slots[1].tenant, slots[1].kind), (1, 1, TenantKind::Vm));
         assert_eq!(slots[0].workload.footprint.bytes(), 64 << 20);
         assert_eq!(slots[1].workload.name, "zipf");
+    }
+
+    #[test]
+    fn workloads_entries_may_replay_traces() {
+        let text = r#"
+            [machine]
+            cores = 2
+            [[workloads]]
+            trace = "a.lk.gz"
+            format = "lackey"
+            skip_malformed = true
+            [[workloads]]
+            name = "gups"
+            tenant = 0
+        "#;
+        let dir = std::env::temp_dir().join(format!("tiersim-cfg-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("traces.toml");
+        std::fs::write(&path, text).unwrap();
+        let c = Config::load(&Sources { file: Some(path.clone()), ..Default::default() }).unwrap();
+        let slots = c.slots().unwrap();
+        let t = slots[0].trace.as_ref().expect("a trace slot");
+        assert_eq!((t.path.as_str(), t.format, t.skip_malformed), ("a.lk.gz", Some(Format::Lackey), true));
+        assert!(slots[1].trace.is_none());
+        std::fs::write(&path, text.replace("\"lackey\"", "\"vcd\"")).unwrap();
+        let e = Config::load(&Sources { file: Some(path), ..Default::default() }).unwrap_err().to_string();
+        assert!(e.starts_with("workloads[0].format: unknown trace format `vcd`"), "{e}");
     }
 }

@@ -4,6 +4,13 @@
 //!
 //! `run::<P>` is generic over the policy: hooks inline into the per-reference loop.
 //! Sources are `Box<dyn Source>` but are called once per batch of references.
+//!
+//! A core replays either a synthetic workload or a trace. Before the machine is
+//! built, every trace is measured (its native trailer, or one streaming pass) for
+//! its footprint, since tier capacities may be shares of it, and for the tenants its
+//! records name. Trace records come from outside, so each batch is checked once,
+//! by a maximum over it, against the page tables' reach and the run's tenants; the
+//! per-reference loop itself does no checking.
 
 use crate::config::{Config, WorkloadSlot};
 use crate::machine::{Machine, MachineInfo, TenantKind};
@@ -51,10 +58,54 @@ impl PolicyVisitor for Runner<'_> {
     }
 }
 
-/// The tenants of a run and their kinds, from its workload slots.
-fn tenant_kinds(slots: &[WorkloadSlot]) -> Vec<TenantKind> {
-    let n = slots.iter().map(|s| s.tenant as usize + 1).max().unwrap_or(1);
+/// The tenants of a run and their kinds, from its workload slots; `at_least` more
+/// may come from traces whose records name their tenant (those are processes).
+fn tenant_kinds(slots: &[WorkloadSlot], at_least: usize) -> Vec<TenantKind> {
+    let n = slots.iter().map(|s| s.tenant as usize + 1).max().unwrap_or(1).max(at_least);
     (0..n).map(|t| slots.iter().find(|s| s.tenant as usize == t).map_or(TenantKind::Process, |s| s.kind)).collect()
+}
+
+/// What the engine checks in each batch of a trace: records come from outside, so
+/// their addresses must fit the machine's page tables and their tenants must exist.
+struct TraceCheck {
+    name: String,
+    /// One past the highest virtual address the page tables map.
+    va_limit: u64,
+    /// Number of tenants of the run.
+    tenants: u16,
+    /// Records the trace produced before this batch.
+    consumed: u64,
+}
+
+impl TraceCheck {
+    /// Checks one batch: a maximum over it, then a search only when it fails.
+    fn batch(&mut self, buf: &[Access], levels: u32) -> Result<()> {
+        let (max_addr, max_tenant) = buf.iter().fold((0, 0), |(a, t), r| (a.max(r.vaddr), t.max(r.tenant)));
+        if max_addr >= self.va_limit || max_tenant >= self.tenants {
+            for (i, r) in buf.iter().enumerate() {
+                let n = self.consumed + i as u64;
+                if r.vaddr >= self.va_limit {
+                    bail!(
+                        "{}: record {n}: address {:#x} is beyond the {}-bit virtual address space of {levels}-level page tables; rerun with --set machine.page_table.levels=5",
+                        self.name,
+                        r.vaddr,
+                        self.va_limit.trailing_zeros()
+                    );
+                }
+                if r.tenant >= self.tenants {
+                    bail!(
+                        "{}: record {n}: tenant {} does not exist (the run has {} tenants, 0 to {})",
+                        self.name,
+                        r.tenant,
+                        self.tenants,
+                        self.tenants - 1
+                    );
+                }
+            }
+        }
+        self.consumed += buf.len() as u64;
+        Ok(())
+    }
 }
 
 struct CoreFeed {
@@ -62,35 +113,100 @@ struct CoreFeed {
     buf: Vec<Access>,
     pos: usize,
     tenant: u16,
+    /// Keep each record's own tenant (native traces that carry one).
+    keep_tenant: bool,
+    check: Option<TraceCheck>,
+    /// Malformed lines the exhausted source skipped.
+    skipped: u64,
 }
 
 impl CoreFeed {
     /// Refills the buffer; false when the source is exhausted.
-    fn refill(&mut self) -> Result<bool> {
+    fn refill(&mut self, levels: u32) -> Result<bool> {
         let Some(src) = &mut self.source else { return Ok(false) };
         self.buf.clear();
         self.pos = 0;
         src.fill(&mut self.buf, BATCH)?;
         if self.buf.is_empty() {
+            self.skipped = src.malformed_skipped();
             self.source = None;
             return Ok(false);
+        }
+        if !self.keep_tenant {
+            for a in &mut self.buf {
+                a.tenant = self.tenant;
+            }
+        }
+        if let Some(c) = &mut self.check {
+            c.batch(&self.buf, levels)?;
         }
         Ok(true)
     }
 }
 
+/// What the engine learnt about the trace of each slot before the run.
+struct SlotTrace {
+    facts: crate::trace::footprint::TraceFacts,
+    opts: crate::trace::OpenOptions,
+}
+
+/// Measures every trace slot (footprint, records, tenants).
+fn measure_traces(slots: &[WorkloadSlot]) -> Result<Vec<Option<SlotTrace>>> {
+    slots
+        .iter()
+        .map(|s| {
+            let Some(t) = &s.trace else { return Ok(None) };
+            if t.path == "-" {
+                bail!(
+                    "--trace -: a run reads its traces twice (first to measure the footprint), and standard input cannot be read twice; save it to a file (inspect and convert read standard input)"
+                );
+            }
+            let opts = crate::trace::OpenOptions { format: t.format, skip_malformed: t.skip_malformed };
+            let facts = crate::trace::footprint::measure(&t.path, &opts)?;
+            Ok(Some(SlotTrace { facts, opts }))
+        })
+        .collect()
+}
+
 fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Report> {
     let slots = cfg.slots()?;
-    let footprint: u64 = slots.iter().map(|s| s.footprint_bytes).sum();
-    let kinds = tenant_kinds(&slots);
-    let mut feeds: Vec<CoreFeed> =
-        (0..cfg.machine.cores).map(|_| CoreFeed { source: None, buf: Vec::with_capacity(BATCH), pos: 0, tenant: 0 }).collect();
+    let traces = measure_traces(&slots)?;
+    let footprint: u64 = slots
+        .iter()
+        .zip(&traces)
+        .map(|(s, t)| t.as_ref().map_or(s.footprint_bytes, |t| t.facts.footprint_bytes()))
+        .sum();
+    let record_tenants = traces
+        .iter()
+        .flatten()
+        .filter(|t| t.facts.record_tenants)
+        .flat_map(|t| t.facts.tenants.iter().map(|p| p.tenant as usize + 1))
+        .max()
+        .unwrap_or(0);
+    let kinds = tenant_kinds(&slots, record_tenants);
+    let mut feeds: Vec<CoreFeed> = (0..cfg.machine.cores)
+        .map(|_| CoreFeed { source: None, buf: Vec::with_capacity(BATCH), pos: 0, tenant: 0, keep_tenant: false, check: None, skipped: 0 })
+        .collect();
+    let levels = cfg.machine.page_table.levels;
+    let va_limit = 1u64 << cfg.machine.page_table.va_bits();
     let mut total_refs = 0u64;
-    for s in &slots {
-        let src = crate::workload::build(&s.workload, s.core as u16, s.tenant)?;
-        total_refs += src.len_hint().unwrap_or(0);
-        feeds[s.core].source = Some(src);
-        feeds[s.core].tenant = s.tenant;
+    for (s, t) in slots.iter().zip(&traces) {
+        let feed = &mut feeds[s.core];
+        match (&s.trace, t) {
+            (Some(slot), Some(t)) => {
+                let opened = crate::trace::open(&slot.path, &t.opts)?;
+                total_refs += t.facts.records;
+                feed.source = Some(opened.source);
+                feed.keep_tenant = opened.record_tenants;
+                feed.check = Some(TraceCheck { name: slot.path.clone(), va_limit, tenants: kinds.len() as u16, consumed: 0 });
+            }
+            _ => {
+                let src = crate::workload::build(&s.workload, s.core as u16, s.tenant)?;
+                total_refs += src.len_hint().unwrap_or(0);
+                feed.source = Some(src);
+            }
+        }
+        feed.tenant = s.tenant;
     }
     let info = MachineInfo::planned(&cfg.machine, footprint, total_refs);
     let mut policy = P::new(cfg.policy_config::<P>(name)?, &info)?;
@@ -115,7 +231,7 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
 
     let mut active: Vec<usize> = Vec::new();
     for (core, f) in feeds.iter_mut().enumerate() {
-        if f.refill()? {
+        if f.refill(levels)? {
             active.push(core);
         }
     }
@@ -127,17 +243,16 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
         let feed = &mut feeds[core];
         let mut exhausted = false;
         loop {
-            if feed.pos == feed.buf.len() && !feed.refill()? {
+            if feed.pos == feed.buf.len() && !feed.refill(levels)? {
                 exhausted = true;
                 break;
             }
-            let mut a = feed.buf[feed.pos];
+            let a = feed.buf[feed.pos];
             feed.pos += 1;
-            a.tenant = feed.tenant;
             // Host prefetch only (nothing simulated): the leaf PTE of the reference four
             // places ahead, so its host cache miss overlaps this reference's work.
             if let Some(far) = feed.buf.get(feed.pos + 3) {
-                machine.prefetch_far(core, &Access { tenant: feed.tenant, ..*far });
+                machine.prefetch_far(core, far);
             }
             let out = machine.access(core, &a, &mut policy);
             policy.on_reference(&a, &out, &mut Mechanisms::new(&mut machine, core));
@@ -182,7 +297,9 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
     }
     let mut policy_report = PolicyReport::new();
     policy.report(&mut policy_report);
-    Ok(Report::build(cfg, name, &slots, &machine, epochs, policy_report, wall, opts.verify))
+    let mut report = Report::build(cfg, name, &slots, &machine, epochs, policy_report, wall, opts.verify);
+    report.malformed_lines_skipped = feeds.iter().map(|f| f.skipped).sum();
+    Ok(report)
 }
 
 /// A one-line progress bar on stderr, for runs longer than a second, only when both

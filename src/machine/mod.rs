@@ -46,6 +46,17 @@ pub struct PageTableConfig {
     pub thp: bool,
 }
 
+impl PageTableConfig {
+    /// Virtual-address bits the page table translates: 48 with 4 levels, 57 with 5.
+    pub fn va_bits(&self) -> u32 {
+        if self.levels == 5 {
+            57
+        } else {
+            48
+        }
+    }
+}
+
 impl Default for PageTableConfig {
     fn default() -> Self {
         PageTableConfig { levels: 4, huge_page: Size(2 << 20), thp: false }

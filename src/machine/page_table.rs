@@ -75,7 +75,7 @@ impl PageTable {
     /// Creates an empty table with `levels` levels (4 or 5) and huge pages of
     /// `1 << huge_shift` bytes; the root's frames come from `frames`.
     pub fn new(levels: u32, huge_shift: u32, frames: &mut impl NodeFrames) -> Option<PageTable> {
-        let va_bits = if levels == 5 { 57 } else { 48 };
+        let va_bits = super::PageTableConfig { levels, ..Default::default() }.va_bits();
         let mut pt = PageTable {
             entries: Vec::new(),
             chunk_frame: Vec::new(),

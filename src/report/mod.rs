@@ -179,6 +179,8 @@ pub struct Report {
     pub epochs: Vec<EpochRecord>,
     pub sim: SimInfo,
     pub config: serde_json::Value,
+    /// Malformed trace lines skipped (with `--skip-malformed`).
+    pub malformed_lines_skipped: u64,
 }
 
 impl Report {
@@ -276,6 +278,7 @@ impl Report {
                 verified_reads: m.shadow.as_ref().map_or(0, |s| s.checked_reads),
             },
             config: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
+            malformed_lines_skipped: 0,
         }
     }
 }

@@ -22,16 +22,29 @@ pub fn run_summary(r: &Report) -> String {
     let w = &mut out;
     let _ = writeln!(w, "policy            {}", r.policy);
     for slot in &r.workloads {
-        let _ = writeln!(
-            w,
-            "workload          core {} tenant {} ({:?}): {} over {:.1} MiB{}",
-            slot.core,
-            slot.tenant,
-            slot.kind,
-            slot.workload.name,
-            mib(slot.footprint_bytes),
-            slot.fast_share.map_or(String::new(), |s| format!(", fast-tier share {:.1} %", s * 100.0))
-        );
+        match &slot.trace {
+            Some(t) => {
+                let _ = writeln!(w, "trace             core {} tenant {} ({:?}): {}", slot.core, slot.tenant, slot.kind, t.path);
+            }
+            None => {
+                let _ = writeln!(
+                    w,
+                    "workload          core {} tenant {} ({:?}): {} over {:.1} MiB{}",
+                    slot.core,
+                    slot.tenant,
+                    slot.kind,
+                    slot.workload.name,
+                    mib(slot.footprint_bytes),
+                    slot.fast_share.map_or(String::new(), |s| format!(", fast-tier share {:.1} %", s * 100.0))
+                );
+            }
+        }
+    }
+    if r.workloads.iter().any(|s| s.trace.is_some()) {
+        let _ = writeln!(w, "footprint         {:.2} MiB measured from the traces", mib(r.footprint_bytes));
+    }
+    if r.malformed_lines_skipped > 0 {
+        let _ = writeln!(w, "malformed lines   {} skipped", r.malformed_lines_skipped);
     }
     let _ = writeln!(w, "references        {}", s.references);
     let _ = writeln!(w, "instructions      {}", s.instructions);

@@ -65,4 +65,10 @@ pub trait Source {
     fn len_hint(&self) -> Option<u64> {
         None
     }
+
+    /// Malformed input lines skipped so far (trace readers opened with
+    /// `skip_malformed`); generators never skip anything.
+    fn malformed_skipped(&self) -> u64 {
+        0
+    }
 }

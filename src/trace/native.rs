@@ -1,0 +1,649 @@
+//! tiersim's native trace format: writer and streaming reader. The byte layout is
+//! specified in `docs/trace-format.md`; in short:
+//!
+//! - a 16-byte header: magic `TIERSIMT`, version, flags saying whether records
+//!   carry a core and a tenant field;
+//! - blocks of up to [`BLOCK_RECORDS`] records, each one independent zstd frame
+//!   (with zstd's content checksum) of delta- and varint-encoded records, so a
+//!   reader needs no state from earlier blocks and a damaged block is caught by its
+//!   checksum;
+//! - a trailer with the record count and the pages each tenant touched, ending in a
+//!   fixed 16-byte tail (trailer offset, end magic) that a reader finds by seeking
+//!   to the end.
+//!
+//! A stream that ends before the trailer is truncated: the reader hands out every
+//! complete block, then fails, so a cut file loses at most its last block and is
+//! never taken for a shorter trace. The trailer lets the engine learn a trace's
+//! footprint without a pass over it.
+//!
+//! Records are encoded relative to the previous record of the same block: one
+//! header byte (write and dependent flags; whether size, instruction count, core
+//! and tenant follow or repeat), then the address as a zigzag varint delta and
+//! whichever fields changed. Typical traces take 2–4 bytes per record before zstd.
+
+use super::footprint::{PageSet, TenantPages, TraceFacts};
+use super::{Access, Source, LINE_BYTES, VA_LIMIT};
+use anyhow::{anyhow, bail, Context, Result};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+
+/// First bytes of every native trace.
+pub const MAGIC: [u8; 8] = *b"TIERSIMT";
+/// Last bytes of every complete native trace.
+pub const END_MAGIC: [u8; 8] = *b"TSIMEND\0";
+/// Version this code writes and reads.
+pub const VERSION: u16 = 1;
+/// Header flag: records carry a core field.
+pub const FLAG_CORE: u16 = 1;
+/// Header flag: records carry a tenant field.
+pub const FLAG_TENANT: u16 = 2;
+/// Records per block.
+pub const BLOCK_RECORDS: usize = 65536;
+/// zstd level: level 3 is zstd's default, fast to write and read.
+const ZSTD_LEVEL: i32 = 3;
+/// Upper bound of an encoded record (header, 10-byte delta, size, 5-byte
+/// instruction count, 3-byte core and tenant).
+const MAX_RECORD_BYTES: usize = 1 + 10 + 1 + 5 + 3 + 3;
+
+// Record header bits.
+const R_WRITE: u8 = 1;
+const R_DEPENDENT: u8 = 2;
+const R_SIZE: u8 = 4;
+/// Two bits: instruction count repeats (0), is zero (1), or follows (2).
+const R_INSTRS_SHIFT: u8 = 3;
+const R_CORE: u8 = 0x20;
+const R_TENANT: u8 = 0x40;
+
+/// The state both sides keep within a block: the previous record.
+#[derive(Clone, Copy)]
+struct Prev {
+    vaddr: u64,
+    size: u8,
+    instrs: u32,
+    core: u16,
+    tenant: u16,
+}
+
+impl Prev {
+    const START: Prev = Prev { vaddr: 0, size: 8, instrs: 0, core: 0, tenant: 0 };
+}
+
+#[inline]
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[inline]
+fn zigzag(d: i64) -> u64 {
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+#[inline]
+fn unzigzag(v: u64) -> i64 {
+    (v >> 1) as i64 ^ -((v & 1) as i64)
+}
+
+/// What a finished native trace holds.
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub records: u64,
+    pub bytes: u64,
+    pub tenants: Vec<TenantPages>,
+}
+
+/// Writes a native trace to any byte sink (a file, a pipe, standard output).
+pub struct NativeWriter<W: Write> {
+    out: W,
+    flags: u16,
+    raw: Vec<u8>,
+    zbuf: Vec<u8>,
+    n: usize,
+    prev: Prev,
+    comp: zstd::bulk::Compressor<'static>,
+    offset: u64,
+    records: u64,
+    pages: PageSet,
+}
+
+impl<W: Write> NativeWriter<W> {
+    /// Starts a trace whose records carry a core field if `cores` and a tenant
+    /// field if `tenants` (otherwise every record reads back as core 0, tenant 0).
+    pub fn new(mut out: W, cores: bool, tenants: bool) -> Result<NativeWriter<W>> {
+        let flags = if cores { FLAG_CORE } else { 0 } | if tenants { FLAG_TENANT } else { 0 };
+        let mut header = Vec::with_capacity(16);
+        header.extend_from_slice(&MAGIC);
+        header.extend_from_slice(&VERSION.to_le_bytes());
+        header.extend_from_slice(&flags.to_le_bytes());
+        header.extend_from_slice(&0u32.to_le_bytes());
+        out.write_all(&header)?;
+        let mut comp = zstd::bulk::Compressor::new(ZSTD_LEVEL)?;
+        comp.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))?;
+        Ok(NativeWriter {
+            out,
+            flags,
+            raw: Vec::with_capacity(BLOCK_RECORDS * 4),
+            zbuf: Vec::new(),
+            n: 0,
+            prev: Prev::START,
+            comp,
+            offset: 16,
+            records: 0,
+            pages: PageSet::new(),
+        })
+    }
+
+    /// Appends one record. Its size must be 1–64 bytes within one 64-byte line and
+    /// its address below 2^57.
+    #[inline]
+    pub fn push(&mut self, a: &Access) -> Result<()> {
+        if a.vaddr >= VA_LIMIT || a.size == 0 || (a.vaddr & (LINE_BYTES - 1)) + a.size as u64 > LINE_BYTES {
+            bail!("record {}: cannot write address {:#x} size {} (below 2^57, 1–64 bytes within one line)", self.records, a.vaddr, a.size);
+        }
+        let core = if self.flags & FLAG_CORE != 0 { a.core } else { 0 };
+        let tenant = if self.flags & FLAG_TENANT != 0 { a.tenant } else { 0 };
+        let p = self.prev;
+        let mut h = a.flags & (R_WRITE | R_DEPENDENT);
+        if a.size != p.size {
+            h |= R_SIZE;
+        }
+        let instrs_code = if a.instrs == p.instrs {
+            0
+        } else if a.instrs == 0 {
+            1
+        } else {
+            2
+        };
+        h |= instrs_code << R_INSTRS_SHIFT;
+        if core != p.core {
+            h |= R_CORE;
+        }
+        if tenant != p.tenant {
+            h |= R_TENANT;
+        }
+        self.raw.push(h);
+        put_varint(&mut self.raw, zigzag(a.vaddr.wrapping_sub(p.vaddr) as i64));
+        if h & R_SIZE != 0 {
+            self.raw.push(a.size);
+        }
+        if instrs_code == 2 {
+            put_varint(&mut self.raw, a.instrs as u64);
+        }
+        if h & R_CORE != 0 {
+            put_varint(&mut self.raw, core as u64);
+        }
+        if h & R_TENANT != 0 {
+            put_varint(&mut self.raw, tenant as u64);
+        }
+        self.prev = Prev { vaddr: a.vaddr, size: a.size, instrs: a.instrs, core, tenant };
+        self.pages.add(&Access { tenant, ..*a });
+        self.n += 1;
+        self.records += 1;
+        if self.n == BLOCK_RECORDS {
+            self.flush_block()?;
+        }
+        Ok(())
+    }
+
+    fn flush_block(&mut self) -> Result<()> {
+        if self.n == 0 {
+            return Ok(());
+        }
+        self.zbuf.clear();
+        self.zbuf.reserve(zstd::zstd_safe::compress_bound(self.raw.len()));
+        self.comp.compress_to_buffer(&self.raw[..], &mut self.zbuf)?;
+        let mut head = [0u8; 13];
+        head[0] = b'B';
+        head[1..5].copy_from_slice(&(self.n as u32).to_le_bytes());
+        head[5..9].copy_from_slice(&(self.raw.len() as u32).to_le_bytes());
+        head[9..13].copy_from_slice(&(self.zbuf.len() as u32).to_le_bytes());
+        self.out.write_all(&head)?;
+        self.out.write_all(&self.zbuf)?;
+        self.offset += (head.len() + self.zbuf.len()) as u64;
+        self.raw.clear();
+        self.n = 0;
+        self.prev = Prev::START;
+        Ok(())
+    }
+
+    /// Writes the last block and the trailer, and returns what the trace holds.
+    pub fn finish(mut self) -> Result<Written> {
+        self.flush_block()?;
+        let tenants = self.pages.per_tenant();
+        let mut t = Vec::new();
+        t.push(b'E');
+        t.extend_from_slice(&self.records.to_le_bytes());
+        t.extend_from_slice(&(tenants.len() as u32).to_le_bytes());
+        for p in &tenants {
+            t.extend_from_slice(&p.tenant.to_le_bytes());
+            t.extend_from_slice(&p.pages_4k.to_le_bytes());
+            t.extend_from_slice(&p.pages_2m.to_le_bytes());
+        }
+        t.extend_from_slice(&self.offset.to_le_bytes());
+        t.extend_from_slice(&END_MAGIC);
+        self.out.write_all(&t)?;
+        self.out.flush()?;
+        Ok(Written { records: self.records, bytes: self.offset + t.len() as u64, tenants })
+    }
+}
+
+/// Reads exactly `buf.len()` bytes; `Ok(false)` if the stream ends before the
+/// first byte, an error if it ends part way.
+fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<bool> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) if got == 0 => return Ok(false),
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "stream ends inside a block")),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Streaming reader of a native trace.
+pub struct NativeReader {
+    src: Box<dyn Read>,
+    name: String,
+    flags: u16,
+    zbuf: Vec<u8>,
+    raw: Vec<u8>,
+    /// Read position in `raw` and records left in the current block.
+    pos: usize,
+    left: usize,
+    prev: Prev,
+    blocks: u64,
+    records: u64,
+    done: bool,
+    dec: zstd::bulk::Decompressor<'static>,
+}
+
+impl NativeReader {
+    /// Reads the header of the native trace `src` (named `name` in messages).
+    pub fn new(mut src: Box<dyn Read>, name: String) -> Result<NativeReader> {
+        let mut h = [0u8; 16];
+        if !read_full(&mut src, &mut h).with_context(|| format!("{name}: truncated header"))? || h[..8] != MAGIC {
+            bail!("{name}: not a tiersim native trace (bad magic)");
+        }
+        let version = u16::from_le_bytes([h[8], h[9]]);
+        if version != VERSION {
+            bail!("{name}: native trace version {version}; this tiersim reads version {VERSION}");
+        }
+        let flags = u16::from_le_bytes([h[10], h[11]]);
+        if flags & !(FLAG_CORE | FLAG_TENANT) != 0 {
+            bail!("{name}: unknown header flags {flags:#x}");
+        }
+        Ok(NativeReader {
+            src,
+            name,
+            flags,
+            zbuf: Vec::new(),
+            raw: Vec::new(),
+            pos: 0,
+            left: 0,
+            prev: Prev::START,
+            blocks: 0,
+            records: 0,
+            done: false,
+            dec: zstd::bulk::Decompressor::new()?,
+        })
+    }
+
+    /// Whether records carry their own tenant (the header's tenant flag).
+    pub fn record_tenants(&self) -> bool {
+        self.flags & FLAG_TENANT != 0
+    }
+
+    /// Whether records carry their own core (the header's core flag).
+    pub fn record_cores(&self) -> bool {
+        self.flags & FLAG_CORE != 0
+    }
+
+    fn corrupt(&self, what: &str) -> anyhow::Error {
+        anyhow!("{}: corrupt block {} (after record {}): {what}", self.name, self.blocks, self.records)
+    }
+
+    /// Loads the next block; false after the trailer.
+    fn next_block(&mut self) -> Result<bool> {
+        if self.pos != self.raw.len() {
+            return Err(self.corrupt("bytes left over after its last record"));
+        }
+        let mut tag = [0u8; 1];
+        let truncated = |blocks: u64, records: u64, name: &str| {
+            anyhow!("{name}: truncated: the stream ends after {blocks} complete blocks ({records} records) without its trailer")
+        };
+        if !read_full(&mut self.src, &mut tag).map_err(|e| anyhow!("{}: {e}", self.name))? {
+            return Err(truncated(self.blocks, self.records, &self.name));
+        }
+        match tag[0] {
+            b'B' => {
+                let mut h = [0u8; 12];
+                match read_full(&mut self.src, &mut h) {
+                    Ok(true) => {}
+                    Ok(false) | Err(_) => return Err(truncated(self.blocks, self.records, &self.name)),
+                }
+                let n = u32::from_le_bytes(h[0..4].try_into().expect("4 bytes")) as usize;
+                let raw_len = u32::from_le_bytes(h[4..8].try_into().expect("4 bytes")) as usize;
+                let z_len = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes")) as usize;
+                if n == 0 || n > BLOCK_RECORDS || raw_len > BLOCK_RECORDS * MAX_RECORD_BYTES || raw_len < n * 2 || z_len > 2 * raw_len + 1024 {
+                    return Err(self.corrupt("impossible block header"));
+                }
+                self.zbuf.resize(z_len, 0);
+                match read_full(&mut self.src, &mut self.zbuf) {
+                    Ok(true) => {}
+                    Ok(false) | Err(_) => return Err(truncated(self.blocks, self.records, &self.name)),
+                }
+                self.raw.clear();
+                self.raw.reserve(raw_len);
+                let got = self.dec.decompress_to_buffer(&self.zbuf[..], &mut self.raw).map_err(|e| self.corrupt(&e.to_string()))?;
+                if got != raw_len {
+                    return Err(self.corrupt("wrong decompressed length"));
+                }
+                self.pos = 0;
+                self.left = n;
+                self.prev = Prev::START;
+                self.blocks += 1;
+                Ok(true)
+            }
+            b'E' => {
+                let mut rest = Vec::new();
+                self.src.read_to_end(&mut rest).map_err(|e| anyhow!("{}: {e}", self.name))?;
+                let trailer = parse_trailer(&rest).ok_or_else(|| anyhow!("{}: truncated or corrupt trailer", self.name))?;
+                if trailer.records != self.records {
+                    bail!("{}: the trailer counts {} records, the blocks hold {}", self.name, trailer.records, self.records);
+                }
+                Ok(false)
+            }
+            other => Err(self.corrupt(&format!("unknown block tag {other:#04x}"))),
+        }
+    }
+
+    /// Decodes one record at `pos`.
+    #[inline]
+    fn decode(&mut self) -> Result<Access> {
+        let raw = &self.raw[..];
+        let mut i = self.pos;
+        let overrun = || anyhow!("record runs past the end of its block");
+        let h = *raw.get(i).ok_or_else(overrun)?;
+        i += 1;
+        let varint = |i: &mut usize| -> Result<u64> {
+            let mut v = 0u64;
+            let mut shift = 0;
+            loop {
+                let b = *raw.get(*i).ok_or_else(overrun)?;
+                *i += 1;
+                if shift == 63 && b > 1 {
+                    bail!("varint overflows 64 bits");
+                }
+                v |= ((b & 0x7f) as u64) << shift;
+                if b < 0x80 {
+                    return Ok(v);
+                }
+                shift += 7;
+                if shift > 63 {
+                    bail!("varint longer than 10 bytes");
+                }
+            }
+        };
+        let p = self.prev;
+        let vaddr = p.vaddr.wrapping_add(unzigzag(varint(&mut i)?) as u64);
+        let size = if h & R_SIZE != 0 {
+            let s = *raw.get(i).ok_or_else(overrun)?;
+            i += 1;
+            s
+        } else {
+            p.size
+        };
+        let instrs = match (h >> R_INSTRS_SHIFT) & 3 {
+            0 => p.instrs,
+            1 => 0,
+            2 => u32::try_from(varint(&mut i)?).map_err(|_| anyhow!("instruction count over 32 bits"))?,
+            _ => bail!("bad record header {h:#04x}"),
+        };
+        let core = if h & R_CORE != 0 { u16::try_from(varint(&mut i)?).map_err(|_| anyhow!("core over 16 bits"))? } else { p.core };
+        let tenant = if h & R_TENANT != 0 { u16::try_from(varint(&mut i)?).map_err(|_| anyhow!("tenant over 16 bits"))? } else { p.tenant };
+        if h & 0x80 != 0 || (h & (R_CORE | R_TENANT)) & !self.field_bits() != 0 {
+            bail!("bad record header {h:#04x}");
+        }
+        if vaddr >= VA_LIMIT {
+            bail!("address {vaddr:#x} beyond the 57-bit virtual address space");
+        }
+        if size == 0 || (vaddr & (LINE_BYTES - 1)) + size as u64 > LINE_BYTES {
+            bail!("access of {size} bytes at {vaddr:#x} does not fit one 64-byte line");
+        }
+        self.pos = i;
+        self.prev = Prev { vaddr, size, instrs, core, tenant };
+        Ok(Access { vaddr, instrs, core, tenant, size, flags: h & (R_WRITE | R_DEPENDENT) })
+    }
+
+    /// The record header bits this trace's flags allow.
+    #[inline]
+    fn field_bits(&self) -> u8 {
+        (if self.flags & FLAG_CORE != 0 { R_CORE } else { 0 }) | if self.flags & FLAG_TENANT != 0 { R_TENANT } else { 0 }
+    }
+}
+
+impl Source for NativeReader {
+    fn fill(&mut self, out: &mut Vec<Access>, max: usize) -> Result<()> {
+        while out.len() < max && !self.done {
+            if self.left == 0 && !self.next_block()? {
+                self.done = true;
+                break;
+            }
+            let n = self.left.min(max - out.len());
+            // Records far enough from the end of the block take the fast path.
+            let (pos, prev, fast) = decode_fast(&self.raw, self.pos, self.prev, self.field_bits(), n, out);
+            self.pos = pos;
+            self.prev = prev;
+            if fast == usize::MAX {
+                return Err(self.corrupt("malformed record"));
+            }
+            for _ in fast..n {
+                match self.decode() {
+                    Ok(a) => out.push(a),
+                    Err(e) => return Err(self.corrupt(&e.to_string())),
+                }
+            }
+            self.left -= n;
+            self.records += n as u64;
+        }
+        Ok(())
+    }
+}
+
+/// Reads a varint of at most `max_len` bytes at `r[*j..]`.
+#[inline(always)]
+fn varint_at(r: &[u8; MAX_RECORD_BYTES], j: &mut usize, max_len: usize) -> Option<u64> {
+    let mut v = 0u64;
+    for k in 0..max_len {
+        let b = r[*j + k];
+        v |= ((b & 0x7f) as u64) << (7 * k);
+        if b < 0x80 {
+            *j += k + 1;
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Decodes up to `n` records starting at `pos` while a whole maximal record fits
+/// before the end of `raw` (so no read can run past it: each field's varint is
+/// limited to its own maximum length, and those add up to [`MAX_RECORD_BYTES`]).
+/// Returns the new position and state and the number decoded, or `usize::MAX`
+/// decoded for a malformed record (position and state then point at it).
+#[inline]
+fn decode_fast(raw: &[u8], mut pos: usize, mut p: Prev, fields: u8, n: usize, out: &mut Vec<Access>) -> (usize, Prev, usize) {
+    let bad_bits = 0x80 | ((R_CORE | R_TENANT) & !fields);
+    let mut done = 0;
+    while done < n && pos + MAX_RECORD_BYTES <= raw.len() {
+        let r: &[u8; MAX_RECORD_BYTES] = raw[pos..pos + MAX_RECORD_BYTES].try_into().expect("fixed length");
+        let h = r[0];
+        let mut j = 1;
+        let Some(delta) = varint_at(r, &mut j, 10) else { return (pos, p, usize::MAX) };
+        let vaddr = p.vaddr.wrapping_add(unzigzag(delta) as u64);
+        // Size and instruction count without branches on the common paths: the
+        // optional byte is read either way and used or not.
+        let has_size = (h & R_SIZE != 0) as usize;
+        let size = if has_size != 0 { r[j] } else { p.size };
+        j += has_size;
+        let code = (h >> R_INSTRS_SHIFT) & 3;
+        let mut instrs = if code == 0 { p.instrs } else { 0 };
+        if code >= 2 {
+            match varint_at(r, &mut j, 5) {
+                Some(v) if code == 2 && v <= u32::MAX as u64 => instrs = v as u32,
+                _ => return (pos, p, usize::MAX),
+            }
+        }
+        let small = |on: bool, old: u16, j: &mut usize| -> Option<u16> {
+            if !on {
+                return Some(old);
+            }
+            varint_at(r, j, 3).and_then(|v| u16::try_from(v).ok())
+        };
+        let Some(core) = small(h & R_CORE != 0, p.core, &mut j) else { return (pos, p, usize::MAX) };
+        let Some(tenant) = small(h & R_TENANT != 0, p.tenant, &mut j) else { return (pos, p, usize::MAX) };
+        if h & bad_bits != 0 || vaddr >= VA_LIMIT || size == 0 || (vaddr & (LINE_BYTES - 1)) + size as u64 > LINE_BYTES {
+            return (pos, p, usize::MAX);
+        }
+        out.push(Access { vaddr, instrs, core, tenant, size, flags: h & (R_WRITE | R_DEPENDENT) });
+        p = Prev { vaddr, size, instrs, core, tenant };
+        pos += j;
+        done += 1;
+    }
+    (pos, p, done)
+}
+
+/// A parsed trailer.
+struct Trailer {
+    records: u64,
+    tenants: Vec<TenantPages>,
+}
+
+/// Parses the trailer after its `E` tag (to the end of the file).
+fn parse_trailer(b: &[u8]) -> Option<Trailer> {
+    let u64_at = |i: usize| b.get(i..i + 8).map(|s| u64::from_le_bytes(s.try_into().expect("8 bytes")));
+    let records = u64_at(0)?;
+    let n = u32::from_le_bytes(b.get(8..12)?.try_into().ok()?) as usize;
+    let want = 12usize.checked_add(n.checked_mul(18)?)?.checked_add(16)?;
+    if b.len() != want || b[want - 8..] != END_MAGIC {
+        return None;
+    }
+    let tenants = (0..n)
+        .map(|k| {
+            let at = 12 + 18 * k;
+            Some(TenantPages { tenant: u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?), pages_4k: u64_at(at + 2)?, pages_2m: u64_at(at + 10)? })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Trailer { records, tenants })
+}
+
+/// Reads the facts in the trailer of the native trace at `path` without reading
+/// its blocks. `Ok(None)` if the file is not an uncompressed native trace.
+pub fn read_trailer(path: &str) -> Result<Option<TraceFacts>> {
+    let mut f = File::open(path).with_context(|| format!("{path}: cannot open"))?;
+    let mut h = [0u8; 16];
+    if !read_full(&mut f, &mut h).unwrap_or(false) || h[..8] != MAGIC {
+        return Ok(None);
+    }
+    let flags = u16::from_le_bytes([h[10], h[11]]);
+    let len = f.seek(SeekFrom::End(0))?;
+    let bad = || anyhow!("{path}: truncated native trace: no trailer at its end (it was cut or is still being written)");
+    if len < 32 {
+        return Err(bad());
+    }
+    let mut tail = [0u8; 16];
+    f.seek(SeekFrom::End(-16))?;
+    f.read_exact(&mut tail)?;
+    if tail[8..] != END_MAGIC {
+        return Err(bad());
+    }
+    let offset = u64::from_le_bytes(tail[..8].try_into().expect("8 bytes"));
+    if offset < 16 || offset >= len - 16 {
+        return Err(bad());
+    }
+    f.seek(SeekFrom::Start(offset))?;
+    let mut rest = Vec::new();
+    f.read_to_end(&mut rest)?;
+    let trailer = match rest.split_first() {
+        Some((b'E', body)) => parse_trailer(body),
+        _ => None,
+    }
+    .ok_or_else(bad)?;
+    Ok(Some(TraceFacts { tenants: trailer.tenants, records: trailer.records, record_tenants: flags & FLAG_TENANT != 0 }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    fn sample(n: usize) -> Vec<Access> {
+        let mut rng = Rng::new(7);
+        let mut v = Vec::new();
+        let mut addr = 0x7f00_0000_0000u64;
+        for i in 0..n {
+            let r = rng.next_u64();
+            addr = if r.is_multiple_of(4) { (r >> 8) % (1 << 47) } else { addr.wrapping_add(8) % (1 << 47) } & !7;
+            v.push(Access {
+                vaddr: addr,
+                instrs: (r >> 20) as u32 % 5,
+                core: (i / 1000) as u16 % 3,
+                tenant: (r >> 40) as u16 % 2,
+                size: 8,
+                flags: (r >> 50) as u8 & 3,
+            });
+        }
+        v
+    }
+
+    fn encode(records: &[Access], cores: bool, tenants: bool) -> Vec<u8> {
+        let mut buf = Vec::new();
+        {
+            let mut w = NativeWriter::new(&mut buf, cores, tenants).unwrap();
+            for a in records {
+                w.push(a).unwrap();
+            }
+            w.finish().unwrap();
+        }
+        buf
+    }
+
+    fn decode(bytes: Vec<u8>, batch: usize) -> Result<Vec<Access>> {
+        let mut r = NativeReader::new(Box::new(io::Cursor::new(bytes)), "n".into())?;
+        let mut all = Vec::new();
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            r.fill(&mut buf, batch)?;
+            if buf.is_empty() {
+                return Ok(all);
+            }
+            all.extend_from_slice(&buf);
+        }
+    }
+
+    #[test]
+    fn records_round_trip_with_and_without_fields() {
+        let recs = sample(150_000);
+        assert_eq!(decode(encode(&recs, true, true), 4093).unwrap(), recs);
+        let plain: Vec<Access> = recs.iter().map(|a| Access { core: 0, tenant: 0, ..*a }).collect();
+        assert_eq!(decode(encode(&recs, false, false), 1000).unwrap(), plain);
+    }
+
+    #[test]
+    fn truncation_and_corruption_are_errors() {
+        let bytes = encode(&sample(200_000), false, false);
+        for cut in [bytes.len() - 1, bytes.len() - 20, bytes.len() / 2, 20] {
+            let err = decode(bytes[..cut].to_vec(), 4096).unwrap_err().to_string();
+            assert!(err.contains("truncated") || err.contains("corrupt"), "cut at {cut}: {err}");
+        }
+        let mut bad = bytes.clone();
+        bad[1000] ^= 0x55;
+        assert!(decode(bad, 4096).is_err());
+    }
+}
