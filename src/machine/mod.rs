@@ -479,6 +479,8 @@ pub struct Machine {
     footprint: u64,
     /// References the run will simulate (0 = unknown), for [`MachineInfo::total_refs`].
     pub total_refs: u64,
+    /// The cycle at which the background kernel thread finishes the work queued on it.
+    pub background_until: u64,
     /// Test hook: a migration that skips the data copy, to prove `--verify` notices.
     #[cfg(test)]
     pub(crate) break_migration_copy: bool,
@@ -588,6 +590,7 @@ impl Machine {
             page_fault_cycles: cfg.cycles(cfg.costs.page_fault_ns),
             footprint,
             total_refs: 0,
+            background_until: 0,
             cfg: cfg.clone(),
             #[cfg(test)]
             break_migration_copy: false,

@@ -90,6 +90,13 @@ impl<'a> Mechanisms<'a> {
         Mechanisms { m, core, background: false }
     }
 
+    /// Whether the background kernel thread is still busy with earlier work at the
+    /// charged core's time: a policy that hands it more work should wait until it is
+    /// not, or the thread would do more than one CPU can.
+    pub fn background_busy(&self) -> bool {
+        self.m.background_until > self.now()
+    }
+
     /// The same mechanisms run by a background kernel thread (as Linux's khugepaged,
     /// kstaled or a migration daemon), timed from `core`'s clock but stalling no core
     /// for its CPU work.
@@ -259,6 +266,9 @@ impl<'a> Mechanisms<'a> {
 
     fn charge(&mut self, cycles: u64) {
         if self.background {
+            // One kernel thread: its work queues on its own timeline.
+            let start = self.m.background_until.max(self.now());
+            self.m.background_until = start + cycles;
             self.m.mech.background_cycles += cycles;
         } else {
             self.m.stall(self.core, cycles);

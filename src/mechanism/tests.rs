@@ -349,3 +349,19 @@ fn background_work_stalls_no_core_but_interrupts_all() {
     read(&mut m, 0, 0, BASE);
     assert_eq!(m.error, None);
 }
+
+#[test]
+fn background_work_queues_on_one_thread() {
+    let mut m = machine(false, false, &[TenantKind::Process]);
+    write(&mut m, 0, 0, BASE);
+    write(&mut m, 0, 0, BASE + 4096);
+    let mut mech = Mechanisms::new(&mut m, 0);
+    assert!(!mech.background_busy());
+    mech.in_background().migrate(0, BASE, 1).unwrap();
+    let after_one = m.background_until;
+    let mut mech = Mechanisms::new(&mut m, 0);
+    assert!(mech.background_busy(), "the thread is still copying");
+    mech.in_background().migrate(0, BASE + 4096, 1).unwrap();
+    // The second migration starts when the first ends.
+    assert!(m.background_until >= after_one + 6400);
+}

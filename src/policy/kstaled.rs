@@ -129,6 +129,11 @@ impl Policy for Kstaled {
             return;
         }
         let now = mech.now();
+        if mech.background_busy() {
+            // The scanner thread has not finished its previous scan.
+            self.next_check = self.refs + 1024;
+            return;
+        }
         if self.scan_refs > 0 || now >= self.last_scan + self.scan_cycles {
             self.last_scan = now;
             self.scan(&mut mech.in_background());

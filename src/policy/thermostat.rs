@@ -372,7 +372,9 @@ impl Thermostat {
     /// run in a kernel thread (§3.1), off the application's cores.
     fn advance(&mut self, mech: &mut Mechanisms) {
         let now = mech.now();
-        if self.scan_refs == 0 && now < self.scan_start + self.scan_cycles {
+        if (self.scan_refs == 0 && now < self.scan_start + self.scan_cycles) || mech.background_busy() {
+            // Not yet time, or the kernel thread is still busy with the previous scan:
+            // the next scan waits for it.
             self.next_check = self.refs + 1024;
             return;
         }
