@@ -116,6 +116,15 @@ pub fn correct(rates: &[f64], target: f64) -> Vec<usize> {
     back
 }
 
+/// A uniformly random `k` of `items` (a partial Fisher–Yates shuffle in place).
+fn choose<'a, T>(rng: &mut Rng, items: &'a mut [T], k: usize) -> &'a [T] {
+    for i in 0..k {
+        let j = i + rng.below((items.len() - i) as u64) as usize;
+        items.swap(i, j);
+    }
+    &items[..k]
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scan {
     Split,
@@ -230,11 +239,7 @@ impl Thermostat {
             });
         }
         let k = ((all_huge as f64 * self.cfg.sample_fraction).ceil() as usize).min(fast_huge.len());
-        for i in 0..k {
-            let j = i + self.rng.below((fast_huge.len() - i) as u64) as usize;
-            fast_huge.swap(i, j);
-        }
-        for &(tenant, region) in &fast_huge[..k] {
+        for &(tenant, region) in choose(&mut self.rng, &mut fast_huge, k) {
             if mech.split(tenant, region).is_err() {
                 continue;
             }
@@ -255,11 +260,7 @@ impl Thermostat {
             });
             s.accessed = accessed.len() as u64;
             let n = accessed.len().min(self.cfg.max_poisoned as usize);
-            for i in 0..n {
-                let j = i + self.rng.below((accessed.len() - i) as u64) as usize;
-                accessed.swap(i, j);
-            }
-            for &addr in &accessed[..n] {
+            for &addr in choose(&mut self.rng, &mut accessed, n) {
                 if mech.poison(s.tenant, addr).is_ok() {
                     self.faults.insert((s.tenant, addr), 0);
                     s.poisoned.push(addr);
