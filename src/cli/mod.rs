@@ -4,6 +4,7 @@
 mod traces;
 
 use crate::config::{Config, Sources, PRESETS};
+pub use crate::engine::RunFailed;
 use crate::engine::{self, RunOptions};
 use crate::policy::registry::{with_policy, PolicyVisitor, POLICIES};
 use crate::policy::Policy;
@@ -159,19 +160,6 @@ pub struct RunArgs {
     pub slowdown_vs: Option<String>,
 }
 
-/// An error in the simulated run itself (e.g. a `--verify` violation), as opposed to
-/// bad input; the CLI exits with 1 for these and 2 for bad input.
-#[derive(Debug)]
-pub struct RunFailed(pub String);
-
-impl std::fmt::Display for RunFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for RunFailed {}
-
 fn write_outputs(reports: &[Report], json: &Option<PathBuf>, csv: &Option<PathBuf>) -> Result<()> {
     if let Some(path) = json {
         let text = if reports.len() == 1 {
@@ -214,10 +202,6 @@ impl PolicyVisitor for Noop {
     fn visit<P: Policy>(self, _: &'static str) {}
 }
 
-fn runtime(e: anyhow::Error) -> anyhow::Error {
-    anyhow::Error::new(RunFailed(format!("{e:#}")))
-}
-
 /// Executes a parsed command line.
 pub fn main(cli: Cli) -> Result<()> {
     match cli.command {
@@ -226,9 +210,9 @@ pub fn main(cli: Cli) -> Result<()> {
             let cfg = args.cfg.load()?;
             let opts = RunOptions { verify: args.verify, progress: true };
             let report = match &args.slowdown_vs {
-                None => engine::run(&cfg, &opts).map_err(runtime_or_input)?,
+                None => engine::run(&cfg, &opts)?,
                 Some(reference) => {
-                    let both = run_many(&cfg, &[cfg.policy.name.clone(), reference.clone()], &opts).map_err(runtime_or_input)?;
+                    let both = run_many(&cfg, &[cfg.policy.name.clone(), reference.clone()], &opts)?;
                     let [mut r, base]: [Report; 2] = both.try_into().map_err(|_| anyhow!("two runs expected"))?;
                     r.slowdown = Some(Slowdown {
                         reference_policy: reference.clone(),
@@ -252,7 +236,7 @@ pub fn main(cli: Cli) -> Result<()> {
                 .position(|p| *p == base)
                 .ok_or_else(|| anyhow!("--baseline: `{base}` is not one of --policies ({})", policies.join(",")))?;
             let opts = RunOptions { verify: run.verify, progress: false };
-            let reports = run_many(&cfg, &policies, &opts).map_err(runtime_or_input)?;
+            let reports = run_many(&cfg, &policies, &opts)?;
             print!("{}", table::compare(&reports, base_idx));
             write_outputs(&reports, &run.json, &run.csv)
         }
@@ -267,17 +251,6 @@ pub fn main(cli: Cli) -> Result<()> {
         Command::Record(args) => traces::record(&args),
         Command::Convert(args) => traces::convert(&args),
         Command::Inspect(args) => traces::inspect(&args),
-    }
-}
-
-/// Errors from inside a run are run failures unless they are configuration errors
-/// detected when the run starts (those name a config field and stay input errors).
-fn runtime_or_input(e: anyhow::Error) -> anyhow::Error {
-    let text = format!("{e:#}");
-    if text.starts_with("verify:") || text.starts_with("invariant broken") || text.starts_with("out of memory") {
-        runtime(e)
-    } else {
-        e
     }
 }
 

@@ -23,6 +23,24 @@ use anyhow::{bail, Result};
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
+/// An error in the simulated run itself — the machine ran out of memory, `--verify`
+/// caught a stale read, an invariant broke — as opposed to bad input. The CLI exits
+/// with 1 for these and 2 for everything else.
+#[derive(Debug)]
+pub struct RunFailed(pub String);
+
+impl std::fmt::Display for RunFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RunFailed {}
+
+fn failed(msg: String) -> anyhow::Error {
+    anyhow::Error::new(RunFailed(msg))
+}
+
 /// How to run: what the CLI adds to the configuration.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -262,7 +280,7 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
             }
         }
         if let Some(e) = machine.error.take() {
-            bail!("{e}");
+            return Err(failed(e));
         }
         if exhausted {
             active.swap_remove(i);
@@ -272,11 +290,11 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
             let Some((_, c)) = behind.filter(|&(clock, _)| clock >= next_epoch) else { break };
             policy.on_epoch(next_epoch, &mut Mechanisms::new(&mut machine, c));
             if let Some(e) = machine.error.take() {
-                bail!("{e}");
+                return Err(failed(e));
             }
             if check {
                 if let Err(e) = machine.check_invariants() {
-                    bail!("invariant broken at cycle {next_epoch} (policy {name}): {e}");
+                    return Err(failed(format!("invariant broken at cycle {next_epoch} (policy {name}): {e}")));
                 }
             }
             epochs.push(EpochRecord::take(&machine, next_epoch, &mut last));
@@ -288,7 +306,7 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
     let wall = started.elapsed();
     if check {
         if let Err(e) = machine.check_invariants() {
-            bail!("invariant broken at the end of the run (policy {name}): {e}");
+            return Err(failed(format!("invariant broken at the end of the run (policy {name}): {e}")));
         }
     }
     let end = machine.now();

@@ -105,10 +105,13 @@ pub struct MachineConfig {
     pub cores: usize,
     /// Core clock in GHz (Rainbow Table IV: 3.2).
     pub freq_ghz: f64,
-    /// Cycles per instruction when no memory stall occurs (covers L1 hits and L1 TLB hits).
+    /// Cycles per instruction when no memory stall occurs (covers L1 hits and L1 TLB
+    /// hits). 1.0 is an assumption, as Ramulator's CPU model executes non-memory
+    /// instructions in one cycle (SpAR §4).
     pub base_cpi: f64,
     /// Memory-level parallelism: independent memory stalls are divided by this;
-    /// dependent loads (pointer chasing) pay their full latency.
+    /// dependent loads (pointer chasing) pay their full latency. 2 is an assumption
+    /// (the papers' simulators model out-of-order cores instead of a factor).
     pub mlp: f64,
     pub tlb: TlbConfig,
     /// Cache levels, closest to the core first.
@@ -1107,8 +1110,7 @@ impl Machine {
 
     /// Data frames of every tenant in tier `t`.
     pub fn data_frames_in(&self, t: usize) -> u64 {
-        let (lo, hi) = self.tier_bounds[t];
-        self.rmap[lo as usize..hi as usize].iter().filter(|&&w| w >> 62 == 1).count() as u64
+        self.tenants.iter().map(|tenant| tenant.frames_in[t]).sum()
     }
 
     /// Simulated time so far: the largest core clock.
