@@ -228,7 +228,21 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
     }
     let info = MachineInfo::planned(&cfg.machine, footprint, total_refs);
     let mut policy = P::new(cfg.policy_config::<P>(name)?, &info)?;
+    // A policy defined for one page size runs with it, and the report says so.
+    let with_thp;
+    let cfg = match policy.thp() {
+        Some(thp) if thp != cfg.machine.page_table.thp => {
+            let mut c = cfg.clone();
+            c.machine.page_table.thp = thp;
+            with_thp = c;
+            &with_thp
+        }
+        _ => cfg,
+    };
     let mut machine = Machine::new(&cfg.machine, &kinds, footprint, policy.placement(), policy.fast_tier_unlimited(), opts.verify)?;
+    if let Some(spec) = policy.copies() {
+        machine.enable_copies(&spec).map_err(|e| anyhow::anyhow!("policy {name}: {e}"))?;
+    }
     machine.total_refs = total_refs;
     // A tenant's initial share of the fast tier becomes its fast-tier quota (HMM-V's
     // per-VM DRAM); policies may change it at run time.

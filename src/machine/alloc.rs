@@ -63,22 +63,34 @@ pub struct FrameAllocator {
 /// Frames in 1 GiB: tier bases are aligned to this.
 pub const TIER_ALIGN_FRAMES: u64 = 1 << 18;
 
+/// First frame of each tier for tiers of the given frame counts.
+pub fn tier_bases(frames_per_tier: &[u64]) -> Vec<u64> {
+    let mut base = 0;
+    frames_per_tier
+        .iter()
+        .map(|&frames| {
+            let b = base;
+            base += frames.div_ceil(TIER_ALIGN_FRAMES).max(1) * TIER_ALIGN_FRAMES;
+            b
+        })
+        .collect()
+}
+
 impl FrameAllocator {
     /// Creates an allocator for tiers of the given frame counts; `huge_frames` is the
     /// number of base frames in a huge frame (512 for 2 MiB).
     pub fn new(frames_per_tier: &[u64], huge_frames: u64) -> FrameAllocator {
-        let mut base = 0;
+        let bases = tier_bases(frames_per_tier);
         let tiers = frames_per_tier
             .iter()
-            .map(|&frames| {
+            .zip(bases)
+            .map(|(&frames, base)| {
                 let words = frames.div_ceil(64) as usize;
                 let mut bits = vec![u64::MAX; words];
                 if frames % 64 != 0 {
                     bits[words - 1] = (1u64 << (frames % 64)) - 1;
                 }
-                let t = TierFrames { base, frames, free: frames, bits, cursor: 0, huge_cursor: 0 };
-                base += frames.div_ceil(TIER_ALIGN_FRAMES).max(1) * TIER_ALIGN_FRAMES;
-                t
+                TierFrames { base, frames, free: frames, bits, cursor: 0, huge_cursor: 0 }
             })
             .collect();
         FrameAllocator { tiers, huge_frames }

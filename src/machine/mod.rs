@@ -14,6 +14,7 @@
 
 pub mod alloc;
 pub mod cache;
+pub mod copies;
 pub mod costs;
 pub mod page_table;
 pub mod placement;
@@ -25,6 +26,7 @@ use crate::trace::Access;
 use crate::units::Size;
 use alloc::{Colour, FrameAllocator};
 use cache::{CacheConfig, Caches};
+use copies::{Copies, CopyMode, CopySpec};
 use costs::CostConfig;
 use page_table::{NodeFrames, PageTable, WalkPath, ACCESSED, DIRTY, POISONED, PRESENT};
 use placement::{Placement, Placer};
@@ -246,10 +248,17 @@ pub enum Owner {
     Data { tenant: u16, addr: u64 },
     /// A page-table node frame.
     PageTable,
+    /// The second frame of a page kept in two tiers (see [`copies`]): Rainbow's fast
+    /// copy of a slow page, or HSCC's slow original of a page remapped to its copy.
+    Copy { tenant: u16, addr: u64 },
+    /// Machine metadata in memory (Rainbow's migration bitmap).
+    Metadata,
 }
 
 const OWNER_DATA: u64 = 1 << 62;
 const OWNER_PT: u64 = 2 << 62;
+const OWNER_METADATA: u64 = 2 << 62 | 1;
+const OWNER_COPY: u64 = 3 << 62;
 
 #[inline]
 fn encode_owner(tenant: u16, addr: u64) -> u64 {
@@ -257,10 +266,14 @@ fn encode_owner(tenant: u16, addr: u64) -> u64 {
 }
 
 fn decode_owner(w: u64) -> Owner {
+    let tenant = ((w >> 45) & 0xffff) as u16;
+    let addr = (w & ((1 << 45) - 1)) << 12;
     match w >> 62 {
         0 => Owner::Free,
-        1 => Owner::Data { tenant: ((w >> 45) & 0xffff) as u16, addr: (w & ((1 << 45) - 1)) << 12 },
-        _ => Owner::PageTable,
+        1 => Owner::Data { tenant, addr },
+        2 if w == OWNER_METADATA => Owner::Metadata,
+        2 => Owner::PageTable,
+        _ => Owner::Copy { tenant, addr },
     }
 }
 
@@ -273,6 +286,9 @@ pub enum MemKind {
     Walk,
     /// A dirty line written back from the last-level cache.
     Writeback,
+    /// A read or write of machine metadata by the memory controller (Rainbow's
+    /// migration bitmap and the pointer in a migrated page), not through the caches.
+    Metadata,
 }
 
 /// A memory-controller-level access, as hardware counters at the controller see it.
@@ -359,6 +375,8 @@ pub struct CoreStats {
     pub tlb_l1_hits: u64,
     pub tlb_l2_hits: u64,
     pub tlb_misses: u64,
+    /// Cycles of page walks (TLB misses), faults excluded.
+    pub walk_cycles: u64,
     pub walk_references: u64,
     pub walk_memory_accesses: u64,
     pub poison_faults: u64,
@@ -425,9 +443,19 @@ pub struct MachineInfo {
     pub huge_page_bytes: u64,
     /// Capacity of each tier in base frames, fastest first.
     pub tier_frames: Vec<u64>,
+    /// First frame number of each tier (tiers start at 1 GiB boundaries).
+    pub tier_base_pfn: Vec<u64>,
     pub tier_names: Vec<String>,
     /// Row-miss read latency of each tier in ns (a tier's typical access latency).
     pub tier_read_ns: Vec<f64>,
+    /// Row-miss write latency of each tier in ns.
+    pub tier_write_ns: Vec<f64>,
+    /// Peak bandwidth of each tier (all channels) in GB/s.
+    pub tier_gbps: Vec<f64>,
+    /// Cycles per cache line flushed (`machine.costs.clflush_cycles_per_line`) and of
+    /// a TLB shootdown (`machine.costs.shootdown_cycles`), for policies' cost models.
+    pub clflush_cycles_per_line: u64,
+    pub shootdown_cycles: u64,
     /// Latency of a fault on a poisoned PTE, in ns (`machine.costs.poison_fault_ns`).
     pub poison_fault_ns: f64,
     /// Bytes the run's workloads touch.
@@ -442,13 +470,19 @@ impl MachineInfo {
     /// against `footprint`).
     pub fn planned(cfg: &MachineConfig, footprint: u64, total_refs: u64) -> MachineInfo {
         let tiers = cfg.tiers.all();
+        let tier_frames: Vec<u64> = tiers.iter().map(|t| t.capacity.resolve(footprint, cfg.page_table.huge_page.bytes()) >> 12).collect();
         MachineInfo {
             cores: cfg.cores,
             freq_ghz: cfg.freq_ghz,
             huge_page_bytes: cfg.page_table.huge_page.bytes(),
-            tier_frames: tiers.iter().map(|t| t.capacity.resolve(footprint, cfg.page_table.huge_page.bytes()) >> 12).collect(),
+            tier_base_pfn: alloc::tier_bases(&tier_frames),
+            tier_frames,
             tier_names: tiers.iter().map(|t| t.name.clone()).collect(),
             tier_read_ns: tiers.iter().map(|t| t.read_miss_ns).collect(),
+            tier_write_ns: tiers.iter().map(|t| t.write_miss_ns).collect(),
+            tier_gbps: tiers.iter().map(|t| t.channel_gbps * t.channels as f64).collect(),
+            clflush_cycles_per_line: cfg.costs.clflush_cycles_per_line,
+            shootdown_cycles: cfg.costs.shootdown_cycles,
             poison_fault_ns: cfg.costs.poison_fault_ns,
             footprint_bytes: footprint,
             total_refs,
@@ -484,6 +518,8 @@ pub struct Machine {
     pub total_refs: u64,
     /// The cycle at which the background kernel thread finishes the work queued on it.
     pub background_until: u64,
+    /// Fast-tier copies of slow pages, when the policy keeps them (Rainbow, HSCC).
+    pub copies: Option<Copies>,
     /// Test hook: a migration that skips the data copy, to prove `--verify` notices.
     #[cfg(test)]
     pub(crate) break_migration_copy: bool,
@@ -594,6 +630,7 @@ impl Machine {
             footprint,
             total_refs: 0,
             background_until: 0,
+            copies: None,
             cfg: cfg.clone(),
             #[cfg(test)]
             break_migration_copy: false,
@@ -604,12 +641,95 @@ impl Machine {
     pub fn info(&self) -> MachineInfo {
         MachineInfo {
             tier_frames: (0..self.tiers.len()).map(|t| self.alloc.frames(t)).collect(),
+            tier_base_pfn: (0..self.tiers.len()).map(|t| self.alloc.base(t)).collect(),
             ..MachineInfo::planned(&self.cfg, self.footprint, self.total_refs)
         }
     }
 
     pub fn huge_shift(&self) -> u32 {
         self.huge_shift
+    }
+
+    /// Starts keeping fast-tier copies of slow pages (before the first reference).
+    /// Redirect mode reserves the in-memory migration bitmap in the slow tier (one bit
+    /// per slow frame) and needs process tenants: a VM's copies would need the guest
+    /// virtual addresses of their TLB entries, which the host does not know.
+    pub fn enable_copies(&mut self, spec: &CopySpec) -> anyhow::Result<()> {
+        if self.tiers.len() < 2 {
+            anyhow::bail!("machine.tiers: keeping copies needs a fast and a slow tier");
+        }
+        let mut bitmap_frames = Vec::new();
+        if spec.mode == CopyMode::Redirect {
+            if self.tenants.iter().any(|t| t.guest.is_some()) {
+                anyhow::bail!("the migration bitmap redirects host-physical addresses of processes; VM tenants are not supported (Rainbow §III-E)");
+            }
+            if let Some(b) = &spec.bitmap_cache {
+                if b.ways == 0 || b.entries < b.ways {
+                    anyhow::bail!("bitmap cache: entries ({}) must be at least ways ({}), ways > 0", b.entries, b.ways);
+                }
+            }
+            let bytes = Copies::bitmap_bytes(self.alloc.frames(1), self.huge_frames);
+            for _ in 0..bytes.div_ceil(4096) {
+                let f = self.alloc.alloc(1, Colour::ANY).ok_or_else(|| anyhow::anyhow!("machine.tiers.slow: no room for the migration bitmap"))?;
+                self.rmap[f as usize] = OWNER_METADATA;
+                bitmap_frames.push(f);
+            }
+        }
+        let fast = (self.alloc.base(0), self.alloc.frames(0));
+        let slow = (self.alloc.base(1), self.alloc.frames(1));
+        self.copies = Some(Copies::new(spec, fast, slow, self.huge_shift, bitmap_frames));
+        Ok(())
+    }
+
+    /// Rainbow's translation through a superpage entry (§III-E, cases 3 and 4): the
+    /// 4 KiB TLB's second level is probed beside the migration bitmap; a set bit costs
+    /// a read of the slow page's first 8 bytes and installs a 4 KiB entry for the copy.
+    /// Returns the frame to use and the added cycles.
+    #[inline(never)]
+    fn redirect<O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, slow_pfn: u64, obs: &mut O) -> (u64, u64) {
+        if let Some(e) = self.cores[core].tlb.lookup_small_l2(tenant, vaddr) {
+            // The 4 KiB TLB hit in its second level (case 1/2 at L2 latency).
+            self.cores[core].stats.tlb_l2_hits += 1;
+            return (e.base_pfn, self.cfg.tlb.l2_latency_cycles);
+        }
+        let now = self.cores[core].clock;
+        let cp = self.copies.as_mut().expect("copies enabled");
+        cp.stats.bitmap_checks += 1;
+        let mut cycles = cp.bitmap_latency;
+        cp.stats.bitmap_cache_cycles += cp.bitmap_latency;
+        let psn = cp.superpage_of(slow_pfn);
+        let (cached, evicted) = match &mut cp.bitmap_cache {
+            Some(c) => c.access(psn),
+            None => (false, None),
+        };
+        if let Some(sp) = evicted {
+            // The modified bitmap leaves the cache: a posted write to memory.
+            let line = cp.bitmap_line_of(sp);
+            cp.stats.metadata_writes += 1;
+            self.memory(core, line, true, MemKind::Metadata, now + cycles, obs);
+        }
+        let cp = self.copies.as_mut().expect("copies enabled");
+        if cached {
+            cp.stats.bitmap_cache_hits += 1;
+        } else {
+            cp.stats.bitmap_cache_misses += 1;
+            let line = cp.bitmap_line(slow_pfn);
+            let lat = self.memory(core, line, false, MemKind::Metadata, now + cycles, obs);
+            cycles += lat;
+            self.copies.as_mut().expect("copies enabled").stats.bitmap_memory_cycles += lat;
+        }
+        let Some(copy) = self.copies.as_ref().expect("copies enabled").copy_of(slow_pfn) else {
+            return (slow_pfn, cycles);
+        };
+        // Migrated: the copy's address is in the first 8 bytes of the slow page.
+        let lat = self.memory(core, slow_pfn << 12, false, MemKind::Metadata, now + cycles, obs);
+        cycles += lat;
+        let cp = self.copies.as_mut().expect("copies enabled");
+        cp.stats.remaps += 1;
+        cp.stats.remap_cycles += lat;
+        // The machine tracks the copy's dirtiness itself: the entry needs no dirty bit.
+        self.cores[core].tlb.fill(tenant, vaddr, TlbEntry { base_pfn: copy, huge: false, dirty: true, slot: NO_SLOT });
+        (copy, cycles)
     }
 
     pub fn huge_frames(&self) -> u64 {
@@ -633,6 +753,10 @@ impl Machine {
 
     pub(crate) fn set_owner(&mut self, pfn: u64, tenant: u16, addr: u64) {
         self.rmap[pfn as usize] = encode_owner(tenant, addr);
+    }
+
+    pub(crate) fn set_copy_owner(&mut self, pfn: u64, tenant: u16, addr: u64) {
+        self.rmap[pfn as usize] = OWNER_COPY | (tenant as u64) << 45 | addr >> 12;
     }
 
     pub(crate) fn clear_owner(&mut self, pfn: u64) {
@@ -735,7 +859,18 @@ impl Machine {
             // through a clean TLB entry.
             self.set_dirty_bit(core, tenant, a.vaddr, &entry, obs);
         }
-        let pfn = if entry.huge { entry.base_pfn + ((a.vaddr >> 12) & (self.huge_frames - 1)) } else { entry.base_pfn };
+        let mut pfn = if entry.huge { entry.base_pfn + ((a.vaddr >> 12) & (self.huge_frames - 1)) } else { entry.base_pfn };
+        let mut translation = translation;
+        if let Some(cp) = &self.copies {
+            if entry.huge && cp.mode == CopyMode::Redirect && cp.is_slow(pfn) {
+                let (to, cycles) = self.redirect(core, tenant, a.vaddr, pfn, obs);
+                pfn = to;
+                translation += cycles;
+            }
+            if write {
+                self.copies.as_mut().expect("copies enabled").note_store(pfn);
+            }
+        }
         let paddr = pfn << 12 | (a.vaddr & 0xfff);
         self.cores[core].clock += translation;
         self.cores[core].stats.translation_cycles += translation;
@@ -858,6 +993,7 @@ impl Machine {
             let mask = if managed_huge { (1u64 << self.huge_shift) - 1 } else { 0xfff };
             obs.on_fault(&FaultEvent { core, tenant, addr: addr & !mask, huge: managed_huge, kind: FaultKind::Poison });
         }
+        self.cores[core].stats.walk_cycles += cycles - if entry & POISONED != 0 { self.poison_fault_cycles } else { 0 };
         obs.on_tlb_miss(&TlbMissEvent { core, tenant, vaddr, addr, huge, walk_cycles: cycles });
         let base_pfn = entry >> 12;
         // (A VM page mapped small in either dimension comes back from the nested walk
@@ -994,7 +1130,7 @@ impl Machine {
             s.checked_reads += 1;
         }
         let held = s.frame[pfn as usize];
-        let belongs = owner == Owner::Data { tenant, addr: page << 12 };
+        let belongs = owner == Owner::Data { tenant, addr: page << 12 } || owner == Owner::Copy { tenant, addr: page << 12 };
         if (held != *newest || !belongs) && self.error.is_none() {
             self.error = Some(format!(
                 "verify: stale read of tenant {tenant} page {:#x} (vaddr {vaddr:#x}) from frame {pfn:#x}: frame holds version {}, newest is {}{}",
@@ -1046,9 +1182,34 @@ impl Machine {
             }
         }
         for (pfn, &w) in self.rmap.iter().enumerate() {
-            if let Owner::Data { .. } = decode_owner(w) {
-                if !seen[pfn] {
+            match decode_owner(w) {
+                Owner::Data { .. } if !seen[pfn] => {
                     return Err(format!("frame {pfn:#x} is owned in the reverse map but mapped by nobody (page lost)"));
+                }
+                Owner::Copy { .. } => {
+                    let linked = self.copies.as_ref().is_some_and(|c| c.original_of(pfn as u64).is_some() || c.copy_of(pfn as u64).is_some());
+                    if !linked {
+                        return Err(format!("frame {pfn:#x} is owned as a copy but no copy links it"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(cp) = &self.copies {
+            for (fast, slow) in cp.pairs() {
+                if cp.copy_of(slow) != Some(fast) {
+                    return Err(format!("copy link of fast frame {fast:#x} → slow {slow:#x} is one-sided"));
+                }
+                let (mapped, copy) = if cp.mode == CopyMode::Redirect { (slow, fast) } else { (fast, slow) };
+                let (Owner::Data { tenant, addr }, Owner::Copy { tenant: t2, addr: a2 }) = (self.owner(mapped), self.owner(copy)) else {
+                    return Err(format!(
+                        "copy pair fast {fast:#x} / slow {slow:#x}: owners {:?} / {:?}, expected the mapped frame Data and the other Copy",
+                        self.owner(fast),
+                        self.owner(slow)
+                    ));
+                };
+                if (tenant, addr) != (t2, a2) || self.alloc.is_free(fast) || self.alloc.is_free(slow) {
+                    return Err(format!("copy pair fast {fast:#x} / slow {slow:#x} belongs to different pages or a free frame"));
                 }
             }
         }
@@ -1063,7 +1224,16 @@ impl Machine {
                 let got = e.base_pfn;
                 let slot_ok = e.slot == NO_SLOT
                     || self.tenants[tenant as usize].table.walk(vaddr, None).is_some_and(|l| l.slot == e.slot as usize);
+                // Rainbow: a 4 KiB entry of a superpage-mapped address names the copy of
+                // its base frame.
+                let redirected = match (&self.copies, expect) {
+                    (Some(cp), Some((base, true))) if cp.mode == CopyMode::Redirect && !e.huge => {
+                        cp.copy_of(base + ((vaddr >> 12) & (self.huge_frames - 1))) == Some(got)
+                    }
+                    _ => false,
+                };
                 match expect {
+                    _ if redirected => {}
                     Some((pfn, huge)) if pfn == got && huge == e.huge && slot_ok => {}
                     other => {
                         return Err(format!(

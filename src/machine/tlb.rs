@@ -174,6 +174,18 @@ impl Tlb {
         None
     }
 
+    /// Looks `vaddr` up in the second level for 4 KiB pages only (refilling the L1 on
+    /// a hit). Rainbow consults the 4 KiB TLB beside the superpage TLB, so an L1
+    /// superpage hit does not hide a 4 KiB translation of a copy cached in the L2.
+    #[inline]
+    pub fn lookup_small_l2(&mut self, tenant: u16, vaddr: u64) -> Option<TlbEntry> {
+        let vpn = vaddr >> 12;
+        let k = key(tenant, vpn, false);
+        let v = self.l2_small.lookup(k, vpn).copied()?;
+        self.l1_small.insert(k, v, vpn);
+        Some(entry(v, false))
+    }
+
     /// Whether an L1 TLB holds the translation of `vaddr` (no recency update).
     #[inline]
     pub fn l1_holds(&self, tenant: u16, vaddr: u64) -> bool {

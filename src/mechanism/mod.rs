@@ -18,6 +18,7 @@
 pub use crate::machine::alloc::Colour;
 use crate::machine::cache::LINE_BYTES;
 use crate::machine::page_table::{ACCESSED, DIRTY, HUGE, POISONED};
+use crate::machine::copies::{CopyMode, Copies};
 use crate::machine::{Machine, MachineInfo, MemKind, Owner, FREED_VERSION};
 use std::fmt;
 
@@ -597,6 +598,186 @@ impl<'a> Mechanisms<'a> {
         self.m.mech.poisons += on as u64;
         self.charge(cycles);
         Ok(())
+    }
+}
+
+impl Mechanisms<'_> {
+    /// The copy table, if the machine keeps copies (free to read: the DRAM manager's
+    /// own records).
+    pub fn copies(&self) -> Option<&Copies> {
+        self.m.copies.as_ref()
+    }
+
+    /// One write of machine metadata (a pointer or a bitmap line) by the memory
+    /// controller, straight to its tier.
+    fn metadata_write(&mut self, paddr: u64) -> u64 {
+        let now = self.now();
+        let t = self.m.tier_of(paddr >> 12);
+        let local = paddr - (self.m.alloc.base(t) << 12);
+        let lat = self.m.tiers[t].access(local, true, now);
+        let st = &mut self.m.copies.as_mut().expect("copies enabled").stats;
+        st.metadata_writes += 1;
+        st.metadata_cycles += lat;
+        lat
+    }
+
+    /// Sets or clears slow frame `src`'s migration bit: in the bitmap cache if it holds
+    /// the superpage's bitmap (written back when evicted), else in memory.
+    fn bitmap_update(&mut self, src: u64) -> u64 {
+        let cp = self.m.copies.as_mut().expect("copies enabled");
+        let psn = cp.superpage_of(src);
+        if cp.bitmap_cache.as_mut().is_some_and(|c| c.modify(psn)) {
+            return 0;
+        }
+        let line = cp.bitmap_line_of(psn);
+        self.metadata_write(line)
+    }
+
+    /// Copies the slow page holding `addr` into the fast tier, keeping the slow frame
+    /// as the page's original. In Redirect mode (Rainbow) the page is the 4 KiB base
+    /// page of a slow superpage: its lines are flushed (§III-F), it is copied, its
+    /// first 8 bytes are overwritten with the copy's frame number and its bit set in the
+    /// migration bitmap (both writes to memory); no TLB is shot down, since the
+    /// superpage mapping does not change. In Remap mode (HSCC) the page (base or huge)
+    /// is flushed and copied, its PTE rewritten to the copy and its translation shot
+    /// down. Returns the copy's first frame.
+    pub fn cache_in(&mut self, tenant: u16, addr: u64) -> Result<u64, MechError> {
+        let mode = self.m.copies.as_ref().ok_or(MechError::OutOfRange)?.mode;
+        let (slot, e, huge) = self.leaf(tenant, addr)?;
+        let (src, bytes) = match mode {
+            CopyMode::Redirect if huge => ((e >> 12) + ((addr >> 12) & (self.m.huge_frames() - 1)), 4096),
+            CopyMode::Redirect => return Err(MechError::WrongSize),
+            CopyMode::Remap => (e >> 12, self.bytes(huge)),
+        };
+        let frames = bytes >> 12;
+        let cp = self.m.copies.as_ref().expect("copies enabled");
+        if !cp.is_slow(src) {
+            return Err(MechError::SameTier);
+        }
+        if cp.copy_of(src).is_some() {
+            return Err(MechError::Mismatch);
+        }
+        if mode == CopyMode::Remap && !self.m.tenants[tenant as usize].fits(0, frames) {
+            return Err(MechError::OverQuota { tenant });
+        }
+        let dst = if frames > 1 { self.m.alloc.alloc_huge(0) } else { self.m.alloc.alloc(0, Colour::ANY) }
+            .ok_or(MechError::NoFreeFrame { tier: 0 })?;
+        let page = addr & !(bytes - 1);
+        let flush = self.flush(src << 12, bytes);
+        let copy = self.copy(src, dst, bytes);
+        let mut cycles = flush + copy;
+        let (mut meta, mut shoot) = (0, 0);
+        let cp = self.m.copies.as_mut().expect("copies enabled");
+        for i in 0..frames {
+            cp.link(src + i, dst + i);
+        }
+        match mode {
+            CopyMode::Redirect => {
+                meta += self.metadata_write(src << 12);
+                meta += self.bitmap_update(src);
+                for i in 0..frames {
+                    self.m.set_copy_owner(dst + i, tenant, page + (i << 12));
+                }
+            }
+            CopyMode::Remap => {
+                *self.m.tenants[tenant as usize].table.entry_mut(slot) = dst << 12 | (e & 0xfff);
+                cycles += self.pte_write(tenant, slot);
+                shoot = self.shootdown(tenant, page, huge);
+                for i in 0..frames {
+                    self.m.set_owner(dst + i, tenant, page + (i << 12));
+                    self.m.set_copy_owner(src + i, tenant, page + (i << 12));
+                }
+                self.count_move(tenant, 1, 0, frames);
+            }
+        }
+        cycles += meta + shoot;
+        let st = &mut self.m.copies.as_mut().expect("copies enabled").stats;
+        st.copies_made += 1;
+        st.bytes_in += bytes;
+        st.copy_cycles += copy;
+        st.clflush_cycles += flush;
+        st.shootdown_cycles += shoot;
+        self.m.mech.migrations += 1;
+        self.m.mech.migrated_bytes += bytes;
+        self.m.mech.migrations_between[1][0] += 1;
+        self.charge(cycles);
+        Ok(dst)
+    }
+
+    /// Drops the copy whose first frame is `fast_pfn`: its lines are flushed; if it was
+    /// written since it was made it is copied back over the original, otherwise only
+    /// the original's first 8 bytes are restored (Redirect mode; Remap mode writes
+    /// nothing). The bitmap bit is cleared (Redirect) or the PTE pointed back at the
+    /// original (Remap), and the copy's translations are shot down on every core
+    /// (Rainbow §III-F). Returns whether the copy was dirty.
+    pub fn cache_out(&mut self, fast_pfn: u64) -> Result<bool, MechError> {
+        let cp = self.m.copies.as_ref().ok_or(MechError::OutOfRange)?;
+        let mode = cp.mode;
+        let src = cp.original_of(fast_pfn).ok_or(MechError::NotMapped { tenant: 0, addr: fast_pfn << 12 })?;
+        let (tenant, page) = match (mode, self.m.owner(fast_pfn)) {
+            (CopyMode::Redirect, Owner::Copy { tenant, addr }) | (CopyMode::Remap, Owner::Data { tenant, addr }) => (tenant, addr),
+            _ => return Err(MechError::Mismatch),
+        };
+        let (slot, e, huge) = match mode {
+            CopyMode::Redirect => (0, 0, false),
+            CopyMode::Remap => self.leaf(tenant, page)?,
+        };
+        let bytes = self.bytes(huge);
+        let frames = bytes >> 12;
+        let flush = self.flush(fast_pfn << 12, bytes);
+        let dirty = self.m.copies.as_ref().expect("copies enabled").is_dirty(fast_pfn, frames);
+        #[cfg(test)]
+        let skip = self.m.break_migration_copy;
+        #[cfg(not(test))]
+        let skip = false;
+        let copy = if dirty && !skip { self.copy(fast_pfn, src, bytes) } else { 0 };
+        let mut cycles = flush + copy;
+        let mut meta = 0;
+        let shoot;
+        match mode {
+            CopyMode::Redirect => {
+                if !dirty {
+                    meta += self.metadata_write(src << 12);
+                }
+                meta += self.bitmap_update(src);
+                shoot = self.shootdown(tenant, page, false);
+            }
+            CopyMode::Remap => {
+                *self.m.tenants[tenant as usize].table.entry_mut(slot) = src << 12 | (e & 0xfff);
+                cycles += self.pte_write(tenant, slot);
+                shoot = self.shootdown(tenant, page, huge);
+                for i in 0..frames {
+                    self.m.set_owner(src + i, tenant, page + (i << 12));
+                }
+                self.count_move(tenant, 0, 1, frames);
+            }
+        }
+        cycles += meta + shoot;
+        let cp = self.m.copies.as_mut().expect("copies enabled");
+        for i in 0..frames {
+            cp.unlink(fast_pfn + i);
+        }
+        let st = &mut cp.stats;
+        if dirty {
+            st.dirty_drops += 1;
+            st.bytes_out += bytes;
+        } else {
+            st.clean_drops += 1;
+        }
+        st.copy_cycles += copy;
+        st.clflush_cycles += flush;
+        st.shootdown_cycles += shoot;
+        for i in 0..frames {
+            self.m.clear_owner(fast_pfn + i);
+        }
+        self.release(fast_pfn, huge);
+        if dirty {
+            self.m.mech.migrations += 1;
+            self.m.mech.migrated_bytes += bytes;
+            self.m.mech.migrations_between[0][1] += 1;
+        }
+        self.charge(cycles);
+        Ok(dirty)
     }
 }
 

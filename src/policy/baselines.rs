@@ -66,6 +66,10 @@ impl Policy for FlatStatic {
     fn new(_: NoConfig, _: &MachineInfo) -> anyhow::Result<Self> {
         Ok(FlatStatic)
     }
+    fn thp(&self) -> Option<bool> {
+        // Rainbow §IV-A: "managed in 4 KB small pages".
+        Some(false)
+    }
     fn placement(&self) -> Placement {
         Placement::Interleave
     }

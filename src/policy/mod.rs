@@ -11,11 +11,15 @@
 //! mechanisms, or at epochs.
 
 pub mod baselines;
+pub mod dram_cache;
+pub mod hscc;
 pub mod kstaled;
 pub mod params;
+pub mod rainbow;
 pub mod registry;
 pub mod thermostat;
 
+use crate::machine::copies::CopySpec;
 use crate::machine::placement::Placement;
 use crate::machine::{MachineInfo, Observer, RefOutcome};
 use crate::mechanism::Mechanisms;
@@ -39,6 +43,18 @@ pub trait Policy: Observer + Sized {
     /// Where pages go on first touch.
     fn placement(&self) -> Placement {
         Placement::FastFirst
+    }
+
+    /// The page size the policy is defined for: `Some(true)` maps huge pages on first
+    /// touch, `Some(false)` base pages only, `None` follows `machine.page_table.thp`.
+    fn thp(&self) -> Option<bool> {
+        None
+    }
+
+    /// Fast-tier copies of slow pages the machine must keep for the policy (Rainbow,
+    /// HSCC); see [`crate::machine::copies`].
+    fn copies(&self) -> Option<CopySpec> {
+        None
     }
 
     /// Whether the fast tier should be grown to hold the whole footprint (the

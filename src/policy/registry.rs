@@ -2,7 +2,9 @@
 //! here, once per run.
 
 use super::baselines::{AllFast, AllSlow, FirstTouch, FlatStatic, RoundRobin};
+use super::hscc::Hscc;
 use super::kstaled::Kstaled;
+use super::rainbow::Rainbow;
 use super::thermostat::Thermostat;
 use super::Policy;
 
@@ -37,6 +39,9 @@ policies! {
     "first-touch" => FirstTouch, "fast tier until full, then slow; no migration";
     "flat-static" => FlatStatic, "pages interleaved over tiers by capacity ratio; no migration (Rainbow §IV-A)";
     "round-robin" => RoundRobin, "N fast : M slow pages in turn until fast is full; no migration (SpAR §4)";
+    "hscc-4k" => Hscc<false>, "DRAM caches hot 4 KiB NVM pages, counted per reference in the TLB, utility-based (HSCC, ICS'17, as Rainbow §IV-A)";
+    "hscc-2m" => Hscc<true>, "HSCC with 2 MiB pages: whole superpages cached in DRAM (Rainbow's HSCC-2MB-mig)";
+    "rainbow" => Rainbow, "NVM in 2 MiB superpages, hot 4 KiB pages copied to DRAM behind a migration bitmap (Rainbow)";
     "kstaled" => Kstaled, "Accessed-bit idle pages (idle for 10 s of scans) to slow memory, back on access (Thermostat §2.1)";
     "thermostat" => Thermostat, "huge-page-aware cold-page placement under a tolerable slowdown (Thermostat, ASPLOS'17)";
 }

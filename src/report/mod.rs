@@ -6,6 +6,7 @@ pub mod table;
 
 use crate::config::{Config, WorkloadSlot};
 use crate::machine::cache::CacheStats;
+use crate::machine::copies::CopyStats;
 use crate::machine::{CoreStats, Machine, MechanismStats, TenantKind};
 use crate::policy::PolicyReport;
 use serde::Serialize;
@@ -30,6 +31,8 @@ pub struct Summary {
     /// Pages moved between tiers (a swap counts two).
     pub migrations: u64,
     pub migrated_bytes: u64,
+    /// Bytes migrated (both directions) per byte of footprint (Rainbow Fig. 11).
+    pub migration_to_footprint: f64,
     /// TLB misses (page walks) per thousand instructions.
     pub tlb_mpki: f64,
     /// Last-level cache misses per thousand instructions.
@@ -172,6 +175,10 @@ pub struct Report {
     pub tiers: Vec<TierReport>,
     pub tenants: Vec<TenantReport>,
     pub mechanisms: MechanismStats,
+    /// Fast-tier copies of slow pages (Rainbow, HSCC): checks, remaps, copies made and
+    /// dropped, and their cycles by kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copies: Option<CopyStats>,
     pub policy_report: PolicyReport,
     /// With `--slowdown-vs P`: execution time relative to a run of P on the same input.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -246,6 +253,7 @@ impl Report {
             fast_tier_fraction: ratio(m.demand[0].accesses, demand_all),
             migrations: m.mech.migrations,
             migrated_bytes: m.mech.migrated_bytes,
+            migration_to_footprint: ratio(m.mech.migrated_bytes, m.info().footprint_bytes),
             tlb_mpki: ratio(tlb_misses * 1000, instrs),
             llc_mpki: ratio(llc_misses * 1000, instrs),
             energy_j: tiers.iter().map(|t| t.dynamic_energy_j + t.static_energy_j).sum(),
@@ -267,6 +275,7 @@ impl Report {
                 .map(|t| TenantReport { kind: t.kind, frames_per_tier: t.frames_in.clone(), fast_quota_frames: t.fast_quota })
                 .collect(),
             mechanisms: m.mech.clone(),
+            copies: m.copies.as_ref().map(|c| CopyStats { copies_held: c.held(), ..c.stats.clone() }),
             policy_report,
             slowdown: None,
             epochs,

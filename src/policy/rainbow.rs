@@ -1,0 +1,394 @@
+//! Rainbow (Wang et al., "Supporting Superpages and Lightweight Page Migration in
+//! Hybrid Memory Systems"): NVM managed only in 2 MiB superpages, DRAM holding 4 KiB
+//! copies of their hot small pages without splintering the superpage mapping.
+//!
+//! Split between layers:
+//! - the machine ([`crate::machine::copies`], Redirect mode) does the hardware of
+//!   §III-D/E: on a translation through a superpage entry it checks the migration
+//!   bitmap (bitmap cache, 8-way, 4000 entries, 9 cycles; a miss reads the bitmap line
+//!   from memory), reads the slow page's first 8 bytes when the bit is set and fills
+//!   the 4 KiB TLB with the copy;
+//! - this policy is the memory-controller counters (§III-B) and the OS modules of
+//!   Fig. 2: hot-page identifier, utility-based migration controller (§III-C) and
+//!   DRAM manager with free, clean and dirty lists (§III-A), acting at each interval
+//!   (`engine.epoch_cycles`, 10^8 cycles in the preset, §III-B).
+//!
+//! Two-stage counting (§III-B, Fig. 3): in each interval every NVM superpage has a
+//! 2-byte counter of its NVM accesses (writes weighted more); at the interval's end the
+//! top N superpages are chosen, and in the next interval their 4 KiB pages are counted
+//! in 15-bit counters with an overflow flag. The two stages run as a pipeline: the
+//! interval that selects the next top N is also the one whose small pages are counted.
+//! Pages whose Eq. 1 benefit (Eq. 2 when DRAM is full) exceeds the threshold are
+//! copied; the threshold rises while dirty copies are written back.
+//!
+//! Accesses are what the memory controller sees: demand reads of lines that missed the
+//! LLC and write-backs of dirty lines (writes). Counting them costs the application
+//! nothing (hardware). Migration work stalls the core that ends the interval, as the
+//! paper charges it to the application (Fig. 15).
+
+use super::dram_cache::{admit, Admit, DramLists, Threshold, Utility};
+use super::{Policy, PolicyReport};
+use crate::machine::copies::{BitmapCacheConfig, CopyMode, CopySpec};
+use crate::machine::placement::Placement;
+use crate::machine::{MachineInfo, MemEvent, MemKind, Observer, Owner};
+use crate::mechanism::Mechanisms;
+use crate::params;
+use crate::units::Size;
+use serde_json::json;
+
+params! {
+    /// Parameters of Rainbow; defaults are the paper's.
+    pub struct RainbowConfig {
+        /// Superpages monitored at 4 KiB granularity in the next interval (§III-B, §IV-F: N = 100).
+        pub top_n: usize = 100,
+        /// Two-stage counting (§III-B). false: count every 4 KiB page of NVM in every
+        /// interval, as a per-page counter array would (the ablation the storage argument is about).
+        pub two_stage: bool = true,
+        /// Use the migration-bitmap cache (§III-D). false: every check reads the bitmap from memory.
+        pub bitmap_cache: bool = true,
+        /// Bitmap-cache entries, one superpage's 512-bit bitmap each (§III-D: 4000).
+        pub bitmap_cache_entries: usize = 4000,
+        /// Bitmap-cache associativity (§III-D: 8-way).
+        pub bitmap_cache_ways: usize = 8,
+        /// Bitmap-cache lookup latency in cycles (§III-D: 9, from CACTI).
+        pub bitmap_cache_cycles: u64 = 9,
+        /// Weight of an NVM write in the access counters (§III-B says only "higher").
+        /// 0: (t_nw − t_dw) / (t_nr − t_dr), so that a page's one counter times the read
+        /// gain is Eq. 1's saving (24 with Table IV's latencies).
+        pub write_weight: u32 = 0,
+        /// Factor by which the benefit threshold rises after an interval with
+        /// write-backs, and falls after one without (§III-C gives no number; assumption).
+        pub threshold_factor: f64 = 2.0,
+    }
+}
+
+/// Saturating 2-byte superpage counter (§III-B).
+const SP_MAX: u16 = u16::MAX;
+/// 15-bit small-page counter and its overflow flag (§III-B, Fig. 4).
+const SMALL_MAX: u16 = 0x7fff;
+const OVERFLOW: u16 = 0x8000;
+
+pub struct Rainbow {
+    cfg: RainbowConfig,
+    util: Utility,
+    threshold: Threshold,
+    huge_frames: u64,
+    slow_base: u64,
+    fast_base: u64,
+    /// Stage 1: NVM accesses per slow superpage in this interval.
+    sp_count: Vec<u16>,
+    sp_touched: Vec<u32>,
+    /// Stage 2: per slow superpage, its slot in `monitored` + 1 (0 = not monitored).
+    sp_slot: Vec<u32>,
+    /// Superpages monitored at 4 KiB granularity in this interval.
+    monitored: Vec<u32>,
+    /// Small-page counters: `slot × huge_frames + page` (two-stage), or one per slow
+    /// frame (two_stage off).
+    small: Vec<u16>,
+    small_touched: Vec<u32>,
+    /// Accesses per fast frame in this interval (DRAM-side counts of copies, for the
+    /// victims of Eq. 2) and in the last one.
+    fast_count: Vec<u16>,
+    fast_last: Vec<u16>,
+    fast_touched: Vec<u32>,
+    fast_last_touched: Vec<u32>,
+    slow_frames: u64,
+    lists: DramLists,
+    held: Vec<u64>,
+    // Report.
+    intervals: u64,
+    copied: u64,
+    refused_not_worth: u64,
+    writebacks_this_interval: u64,
+    history: Vec<serde_json::Value>,
+}
+
+impl Observer for Rainbow {
+    #[inline]
+    fn on_memory_access(&mut self, e: &MemEvent) {
+        if !matches!(e.kind, MemKind::Demand | MemKind::Writeback) {
+            return;
+        }
+        let w = if e.write { self.util.write_weight } else { 1 };
+        let pfn = e.paddr >> 12;
+        if e.tier == 1 {
+            let i = (pfn - self.slow_base) as usize;
+            let sp = i / self.huge_frames as usize;
+            let c = &mut self.sp_count[sp];
+            if *c == 0 {
+                self.sp_touched.push(sp as u32);
+            }
+            *c = c.saturating_add(w.min(SP_MAX as u32) as u16);
+            let idx = if self.cfg.two_stage {
+                match self.sp_slot[sp] {
+                    0 => return,
+                    s => (s as usize - 1) * self.huge_frames as usize + i % self.huge_frames as usize,
+                }
+            } else {
+                i
+            };
+            let c = &mut self.small[idx];
+            if *c == 0 {
+                self.small_touched.push(idx as u32);
+            }
+            let v = (*c & SMALL_MAX) as u32 + w;
+            *c = if v > SMALL_MAX as u32 { OVERFLOW | SMALL_MAX } else { (*c & OVERFLOW) | v as u16 };
+        } else if e.tier == 0 {
+            let i = (pfn - self.fast_base) as usize;
+            if let Some(c) = self.fast_count.get_mut(i) {
+                if *c == 0 {
+                    self.fast_touched.push(i as u32);
+                }
+                *c = c.saturating_add(w.min(u16::MAX as u32) as u16);
+            }
+        }
+    }
+}
+
+impl Rainbow {
+    /// A small-page counter's value (an overflowed counter counts as its maximum: the
+    /// page is "definitely hot", §III-B).
+    fn small_value(c: u16) -> u64 {
+        if c & OVERFLOW != 0 {
+            SMALL_MAX as u64
+        } else {
+            c as u64
+        }
+    }
+
+    /// The slow frame counted in small-counter index `idx`.
+    fn small_frame(&self, idx: usize) -> u64 {
+        if self.cfg.two_stage {
+            let hf = self.huge_frames as usize;
+            let sp = self.monitored[idx / hf] as u64;
+            self.slow_base + sp * self.huge_frames + (idx % hf) as u64
+        } else {
+            self.slow_base + idx as u64
+        }
+    }
+
+    /// Stage 2 → migration: the counted small pages, hottest first, each copied while
+    /// the utility model says it pays (Eq. 1 with free DRAM, Eq. 2 against a victim).
+    fn migrate_hot(&mut self, mech: &mut Mechanisms) {
+        let mut cands: Vec<(u64, u64)> = self
+            .small_touched
+            .iter()
+            .map(|&i| (Self::small_value(self.small[i as usize]), self.small_frame(i as usize)))
+            .collect();
+        cands.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let fast_base = self.fast_base;
+        for (count, frame) in cands {
+            let Some(cp) = mech.copies() else { return };
+            if cp.copy_of(frame).is_some() {
+                continue;
+            }
+            let Owner::Data { tenant, addr } = mech.owner(frame) else { continue };
+            let last = &self.fast_last;
+            let victim_count = |f: u64| last.get((f - fast_base) as usize).map_or(0, |&c| c as u64);
+            let before = mech.copies().map_or(0, |c| c.stats.dirty_drops);
+            match admit(mech, &mut self.lists, &self.util, self.threshold.cycles, tenant, addr, count, 1, victim_count) {
+                Admit::Copied(f) => {
+                    self.copied += 1;
+                    self.held.push(f);
+                }
+                Admit::NotWorth => {
+                    // Colder candidates cannot do better against the same victim.
+                    self.refused_not_worth += 1;
+                    break;
+                }
+                Admit::NoVictim => break,
+            }
+            self.writebacks_this_interval += mech.copies().map_or(0, |c| c.stats.dirty_drops) - before;
+        }
+    }
+
+    /// Stage 1 → stage 2: the top N superpages of this interval are monitored in the next.
+    fn select_top_n(&mut self) {
+        for &sp in &self.monitored {
+            self.sp_slot[sp as usize] = 0;
+        }
+        self.monitored.clear();
+        let mut touched: Vec<(u16, u32)> = self.sp_touched.iter().map(|&sp| (self.sp_count[sp as usize], sp)).collect();
+        let n = self.cfg.top_n.min(touched.len());
+        if n > 0 && n < touched.len() {
+            touched.select_nth_unstable_by(n - 1, |a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        }
+        touched.truncate(n);
+        touched.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (slot, &(_, sp)) in touched.iter().enumerate() {
+            self.monitored.push(sp);
+            self.sp_slot[sp as usize] = slot as u32 + 1;
+        }
+        for &sp in &self.sp_touched {
+            self.sp_count[sp as usize] = 0;
+        }
+        self.sp_touched.clear();
+    }
+
+    /// Storage of Table VI for this configuration, in bytes.
+    fn storage(&self, slow_frames: u64) -> serde_json::Value {
+        let superpages = slow_frames.div_ceil(self.huge_frames);
+        let bitmap_line = self.huge_frames.div_ceil(8);
+        let bitmap_cache = if self.cfg.bitmap_cache { self.cfg.bitmap_cache_entries as u64 * (4 + bitmap_line) } else { 0 };
+        let sp_counters = 2 * superpages;
+        let (psn, small) = if self.cfg.two_stage {
+            (4 * self.cfg.top_n as u64, 2 * self.huge_frames * self.cfg.top_n as u64)
+        } else {
+            (0, 2 * slow_frames)
+        };
+        json!({
+            "bitmap_cache_bytes": bitmap_cache,
+            "superpage_counter_bytes": sp_counters,
+            "top_n_psn_bytes": psn,
+            "small_page_counter_bytes": small,
+            "total_sram_bytes": bitmap_cache + sp_counters + psn + small,
+            "in_memory_bitmap_bytes": superpages * bitmap_line,
+        })
+    }
+}
+
+impl Policy for Rainbow {
+    type Config = RainbowConfig;
+
+    fn new(cfg: RainbowConfig, info: &MachineInfo) -> anyhow::Result<Self> {
+        if info.tier_frames.len() < 2 {
+            anyhow::bail!("policy.rainbow: needs a fast (DRAM) and a slow (NVM) tier");
+        }
+        if cfg.top_n == 0 && cfg.two_stage {
+            anyhow::bail!("policy.rainbow.top_n: must be at least 1 with two-stage counting");
+        }
+        if cfg.bitmap_cache && (cfg.bitmap_cache_ways == 0 || cfg.bitmap_cache_entries < cfg.bitmap_cache_ways) {
+            anyhow::bail!(
+                "policy.rainbow.bitmap_cache_entries / bitmap_cache_ways: need at least one set of ways > 0 ({} entries, {} ways)",
+                cfg.bitmap_cache_entries,
+                cfg.bitmap_cache_ways
+            );
+        }
+        if !(cfg.threshold_factor.is_finite() && cfg.threshold_factor >= 1.0) {
+            anyhow::bail!("policy.rainbow.threshold_factor: must be a number ≥ 1, got {}", cfg.threshold_factor);
+        }
+        let huge_frames = info.huge_page_bytes >> 12;
+        let slow_frames = info.tier_frames[1];
+        // §III-A: every page lives in an NVM superpage (plus the in-memory bitmap).
+        let needed = info.footprint_bytes.div_ceil(info.huge_page_bytes) * info.huge_page_bytes + slow_frames.div_ceil(8 * 4096) * 4096;
+        if needed > slow_frames << 12 {
+            anyhow::bail!(
+                "policy.rainbow: the footprint ({}) and the migration bitmap do not fit the slow tier ({}): Rainbow keeps every page in NVM superpages (§III-A); raise machine.tiers.slow.capacity",
+                Size(info.footprint_bytes),
+                Size(slow_frames << 12)
+            );
+        }
+        let util = Utility::new(info, 4096, cfg.write_weight);
+        let superpages = slow_frames.div_ceil(huge_frames) as usize;
+        let small_len = if cfg.two_stage { cfg.top_n * huge_frames as usize } else { slow_frames as usize };
+        Ok(Rainbow {
+            threshold: Threshold { cycles: 0.0, factor: cfg.threshold_factor, floor: util.t_mig },
+            util,
+            huge_frames,
+            slow_base: info.tier_base_pfn[1],
+            fast_base: info.tier_base_pfn[0],
+            sp_count: vec![0; superpages],
+            sp_touched: Vec::new(),
+            sp_slot: vec![0; superpages],
+            monitored: Vec::new(),
+            small: vec![0; small_len],
+            small_touched: Vec::new(),
+            fast_count: vec![0; info.tier_frames[0] as usize],
+            fast_last: vec![0; info.tier_frames[0] as usize],
+            fast_touched: Vec::new(),
+            fast_last_touched: Vec::new(),
+            slow_frames,
+            lists: DramLists::default(),
+            held: Vec::new(),
+            intervals: 0,
+            copied: 0,
+            refused_not_worth: 0,
+            writebacks_this_interval: 0,
+            history: Vec::new(),
+            cfg,
+        })
+    }
+
+    fn placement(&self) -> Placement {
+        Placement::SlowOnly
+    }
+
+    fn thp(&self) -> Option<bool> {
+        Some(true)
+    }
+
+    fn copies(&self) -> Option<CopySpec> {
+        Some(CopySpec {
+            mode: CopyMode::Redirect,
+            bitmap_cache: self.cfg.bitmap_cache.then_some(BitmapCacheConfig {
+                entries: self.cfg.bitmap_cache_entries,
+                ways: self.cfg.bitmap_cache_ways,
+                latency_cycles: self.cfg.bitmap_cache_cycles,
+            }),
+        })
+    }
+
+    fn on_epoch(&mut self, _now: u64, mech: &mut Mechanisms) {
+        self.intervals += 1;
+        // This interval's DRAM-side counts rank the victims.
+        for &i in &self.fast_last_touched {
+            self.fast_last[i as usize] = 0;
+        }
+        for &i in &self.fast_touched {
+            self.fast_last[i as usize] = self.fast_count[i as usize];
+            self.fast_count[i as usize] = 0;
+        }
+        std::mem::swap(&mut self.fast_last_touched, &mut self.fast_touched);
+        self.fast_touched.clear();
+        let copies_before = self.copied;
+        self.held.retain(|&f| mech.copies().is_some_and(|c| c.original_of(f).is_some()));
+        let (last, base) = (&self.fast_last, self.fast_base);
+        let cp = mech.copies();
+        self.lists.rebuild(&self.held, |f| last[(f - base) as usize] as u64, |f| cp.is_some_and(|c| c.is_dirty(f, 1)));
+        self.writebacks_this_interval = 0;
+        self.migrate_hot(mech);
+        self.held.retain(|&f| mech.copies().is_some_and(|c| c.original_of(f).is_some()));
+        self.threshold.end_interval(self.writebacks_this_interval);
+        self.history.push(json!({
+            "interval": self.intervals,
+            "monitored_superpages": self.monitored.len(),
+            "counted_small_pages": self.small_touched.len(),
+            "copied": self.copied - copies_before,
+            "written_back": self.writebacks_this_interval,
+            "copies_held": self.held.len(),
+            "threshold_cycles": self.threshold.cycles,
+        }));
+        // Next interval: fresh small counters for the newly selected top N.
+        for &i in &self.small_touched {
+            self.small[i as usize] = 0;
+        }
+        self.small_touched.clear();
+        if self.cfg.two_stage {
+            self.select_top_n();
+        } else {
+            for &sp in &self.sp_touched {
+                self.sp_count[sp as usize] = 0;
+            }
+            self.sp_touched.clear();
+        }
+    }
+
+    fn report(&self, out: &mut PolicyReport) {
+        out.insert("intervals".into(), json!(self.intervals));
+        out.insert("pages_copied".into(), json!(self.copied));
+        out.insert("copies_held".into(), json!(self.held.len()));
+        out.insert("benefit_threshold_cycles".into(), json!(self.threshold.cycles));
+        out.insert(
+            "utility".into(),
+            json!({
+                "read_gain_cycles": self.util.read_gain,
+                "write_gain_cycles": self.util.write_gain,
+                "t_mig_cycles": self.util.t_mig,
+                "t_writeback_cycles": self.util.t_writeback,
+                "write_weight": self.util.write_weight,
+            }),
+        );
+        out.insert("storage".into(), self.storage(self.slow_frames));
+        out.insert("per_interval".into(), json!(self.history));
+    }
+}
