@@ -684,19 +684,19 @@ impl Machine {
     /// Rainbow's translation through a superpage entry (§III-E, cases 3 and 4): the
     /// 4 KiB TLB's second level is probed beside the migration bitmap; a set bit costs
     /// a read of the slow page's first 8 bytes and installs a 4 KiB entry for the copy.
-    /// Returns the frame to use and the added cycles.
+    /// Returns the frame to use, the translation cycles added, and the cycles of the
+    /// bitmap check (lookup plus memory read on a miss), which the caller charges.
     #[inline(never)]
-    fn redirect<O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, slow_pfn: u64, obs: &mut O) -> (u64, u64) {
+    fn redirect<O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, slow_pfn: u64, obs: &mut O) -> (u64, u64, u64) {
         if let Some(e) = self.cores[core].tlb.lookup_small_l2(tenant, vaddr) {
             // The 4 KiB TLB hit in its second level (case 1/2 at L2 latency).
             self.cores[core].stats.tlb_l2_hits += 1;
-            return (e.base_pfn, self.cfg.tlb.l2_latency_cycles);
+            return (e.base_pfn, self.cfg.tlb.l2_latency_cycles, 0);
         }
         let now = self.cores[core].clock;
         let cp = self.copies.as_mut().expect("copies enabled");
         cp.stats.bitmap_checks += 1;
-        let mut cycles = cp.bitmap_latency;
-        cp.stats.bitmap_cache_cycles += cp.bitmap_latency;
+        let mut bitmap = cp.bitmap_latency;
         let psn = cp.superpage_of(slow_pfn);
         let (cached, evicted) = match &mut cp.bitmap_cache {
             Some(c) => c.access(psn),
@@ -706,7 +706,7 @@ impl Machine {
             // The modified bitmap leaves the cache: a posted write to memory.
             let line = cp.bitmap_line_of(sp);
             cp.stats.metadata_writes += 1;
-            self.memory(core, line, true, MemKind::Metadata, now + cycles, obs);
+            self.memory(core, line, true, MemKind::Metadata, now + bitmap, obs);
         }
         let cp = self.copies.as_mut().expect("copies enabled");
         if cached {
@@ -714,22 +714,26 @@ impl Machine {
         } else {
             cp.stats.bitmap_cache_misses += 1;
             let line = cp.bitmap_line(slow_pfn);
-            let lat = self.memory(core, line, false, MemKind::Metadata, now + cycles, obs);
-            cycles += lat;
-            self.copies.as_mut().expect("copies enabled").stats.bitmap_memory_cycles += lat;
+            bitmap += self.memory(core, line, false, MemKind::Metadata, now + bitmap, obs);
         }
         let Some(copy) = self.copies.as_ref().expect("copies enabled").copy_of(slow_pfn) else {
-            return (slow_pfn, cycles);
+            return (slow_pfn, 0, bitmap);
         };
-        // Migrated: the copy's address is in the first 8 bytes of the slow page.
-        let lat = self.memory(core, slow_pfn << 12, false, MemKind::Metadata, now + cycles, obs);
-        cycles += lat;
+        // Migrated: the copy's address is in the first 8 bytes of the slow page. The
+        // MMU reads it through the caches, as it reads page-table entries (the line
+        // holds nothing else anyone reads while the page is migrated; the OS writes it
+        // to memory and flushes it when the copy goes).
+        let (_, lat) = self.cached(core, slow_pfn << 12, false, MemKind::Metadata, obs);
         let cp = self.copies.as_mut().expect("copies enabled");
         cp.stats.remaps += 1;
         cp.stats.remap_cycles += lat;
         // The machine tracks the copy's dirtiness itself: the entry needs no dirty bit.
         self.cores[core].tlb.fill(tenant, vaddr, TlbEntry { base_pfn: copy, huge: false, dirty: true, slot: NO_SLOT });
-        (copy, cycles)
+        // The bitmap was needed before the remap: its cycles are on this path.
+        let cp = self.copies.as_mut().expect("copies enabled");
+        cp.stats.bitmap_cache_cycles += cp.bitmap_latency;
+        cp.stats.bitmap_memory_cycles += bitmap - cp.bitmap_latency;
+        (copy, lat + bitmap, 0)
     }
 
     pub fn huge_frames(&self) -> u64 {
@@ -780,6 +784,27 @@ impl Machine {
         }
         obs.on_memory_access(&MemEvent { core, paddr, tier: t, write, kind, latency });
         latency
+    }
+
+    /// Charges a bitmap check of `cycles` (lookup + memory read on a miss) to a
+    /// reference: at translation, or, with `bitmap_at_memory`, only if it reached
+    /// memory. Returns the cycles added to the data access.
+    #[cold]
+    fn charge_bitmap(&mut self, core: usize, cycles: u64, reached_memory: bool) -> u64 {
+        let cp = self.copies.as_mut().expect("copies enabled");
+        if cp.bitmap_at_memory && !reached_memory {
+            return 0;
+        }
+        cp.stats.bitmap_cache_cycles += cp.bitmap_latency;
+        cp.stats.bitmap_memory_cycles += cycles - cp.bitmap_latency;
+        if cp.bitmap_at_memory {
+            cycles
+        } else {
+            let c = &mut self.cores[core];
+            c.clock += cycles;
+            c.stats.translation_cycles += cycles;
+            0
+        }
     }
 
     /// Runs one cache access and, on a miss in every level, the memory access;
@@ -861,11 +886,13 @@ impl Machine {
         }
         let mut pfn = if entry.huge { entry.base_pfn + ((a.vaddr >> 12) & (self.huge_frames - 1)) } else { entry.base_pfn };
         let mut translation = translation;
+        let mut bitmap = 0;
         if let Some(cp) = &self.copies {
             if entry.huge && cp.mode == CopyMode::Redirect && cp.is_slow(pfn) {
-                let (to, cycles) = self.redirect(core, tenant, a.vaddr, pfn, obs);
+                let (to, cycles, check) = self.redirect(core, tenant, a.vaddr, pfn, obs);
                 pfn = to;
                 translation += cycles;
+                bitmap = check;
             }
             if write {
                 self.copies.as_mut().expect("copies enabled").note_store(pfn);
@@ -875,7 +902,10 @@ impl Machine {
         self.cores[core].clock += translation;
         self.cores[core].stats.translation_cycles += translation;
 
-        let (level, latency) = self.cached(core, paddr, write, MemKind::Demand, obs);
+        let (level, mut latency) = self.cached(core, paddr, write, MemKind::Demand, obs);
+        if bitmap > 0 {
+            latency += self.charge_bitmap(core, bitmap, level == self.caches.depth());
+        }
         let beyond_l1 = latency.saturating_sub(self.l1_latency);
         let c = &mut self.cores[core];
         let stall = if a.is_dependent() {

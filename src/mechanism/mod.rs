@@ -736,6 +736,11 @@ impl Mechanisms<'_> {
         let shoot;
         match mode {
             CopyMode::Redirect => {
+                // The pointer line may sit in the CPU caches (the MMU reads it through
+                // them): flush it before the original's first bytes are back.
+                let pointer_flush = self.flush(src << 12, 64);
+                cycles += pointer_flush;
+                self.m.copies.as_mut().expect("copies enabled").stats.clflush_cycles += pointer_flush;
                 if !dirty {
                     meta += self.metadata_write(src << 12);
                 }

@@ -140,7 +140,7 @@ impl<const HUGE: bool> Policy for Hscc<HUGE> {
     }
 
     fn copies(&self) -> Option<CopySpec> {
-        Some(CopySpec { mode: CopyMode::Remap, bitmap_cache: None })
+        Some(CopySpec { mode: CopyMode::Remap, bitmap_cache: None, bitmap_at_memory: false })
     }
 
     #[inline]

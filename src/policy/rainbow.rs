@@ -52,6 +52,11 @@ params! {
         pub bitmap_cache_ways: usize = 8,
         /// Bitmap-cache lookup latency in cycles (§III-D: 9, from CACTI).
         pub bitmap_cache_cycles: u64 = 9,
+        /// Pay the bitmap check only on references that reach memory (§III-D: "9 cycles
+        /// latency ... before accessing the NVM"; the cache is in the memory controller).
+        /// false: every translation through a superpage entry pays it (§III-E's flow
+        /// read literally). Redirection is decided at translation either way.
+        pub bitmap_at_memory: bool = true,
         /// Weight of an NVM write in the access counters (§III-B says only "higher").
         /// 0: (t_nw − t_dw) / (t_nr − t_dr), so that a page's one counter times the read
         /// gain is Eq. 1's saving (24 with Table IV's latencies).
@@ -325,6 +330,7 @@ impl Policy for Rainbow {
                 ways: self.cfg.bitmap_cache_ways,
                 latency_cycles: self.cfg.bitmap_cache_cycles,
             }),
+            bitmap_at_memory: self.cfg.bitmap_at_memory,
         })
     }
 

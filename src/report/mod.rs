@@ -179,6 +179,10 @@ pub struct Report {
     /// dropped, and their cycles by kind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub copies: Option<CopyStats>,
+    /// With copies: address-translation cycles by kind (Rainbow Fig. 9) and runtime
+    /// overhead cycles by kind (Fig. 15), each also as a share of execution cycles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<serde_json::Value>,
     pub policy_report: PolicyReport,
     /// With `--slowdown-vs P`: execution time relative to a run of P on the same input.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -188,6 +192,36 @@ pub struct Report {
     pub config: serde_json::Value,
     /// Malformed trace lines skipped (with `--skip-malformed`).
     pub malformed_lines_skipped: u64,
+}
+
+/// Rainbow's Fig. 9 and Fig. 15 from the machine's counters, in cycles summed over
+/// cores, with each kind's share of execution cycles (all cores).
+fn breakdown(m: &Machine, c: &CopyStats) -> serde_json::Value {
+    let sum = |f: fn(&CoreStats) -> u64| m.cores.iter().map(|x| f(&x.stats)).sum::<u64>();
+    let tlb = &m.cfg.tlb;
+    let tlb_hits = sum(|s| s.tlb_l1_hits) * tlb.l1_latency_cycles + sum(|s| s.tlb_l2_hits) * tlb.l2_latency_cycles;
+    let bitmap_hits = c.bitmap_cache_hits * m.copies.as_ref().map_or(0, |x| x.bitmap_latency);
+    let bitmap_misses = c.bitmap_cache_cycles - bitmap_hits + c.bitmap_memory_cycles;
+    let walks = sum(|s| s.walk_cycles);
+    let total: u64 = m.cores.iter().map(|x| x.clock).sum::<u64>().max(1);
+    let share = |v: u64| v as f64 / total as f64;
+    let translation = serde_json::json!({
+        "split_tlb_hits": tlb_hits,
+        "bitmap_cache_hits": bitmap_hits,
+        "bitmap_cache_misses": bitmap_misses,
+        "superpage_walks": walks,
+        "remapping": c.remap_cycles,
+        "share_of_cycles": share(tlb_hits + bitmap_hits + bitmap_misses + walks + c.remap_cycles),
+    });
+    let overhead = serde_json::json!({
+        "remapping": c.remap_cycles,
+        "bitmap_cache": c.bitmap_cache_cycles + c.bitmap_memory_cycles,
+        "migration": c.copy_cycles + c.metadata_cycles,
+        "shootdown": c.shootdown_cycles,
+        "clflush": c.clflush_cycles,
+        "share_of_cycles": share(c.remap_cycles + c.bitmap_cache_cycles + c.bitmap_memory_cycles + c.copy_cycles + c.metadata_cycles + c.shootdown_cycles + c.clflush_cycles),
+    });
+    serde_json::json!({ "translation_cycles": translation, "overhead_cycles": overhead })
 }
 
 impl Report {
@@ -276,6 +310,7 @@ impl Report {
                 .collect(),
             mechanisms: m.mech.clone(),
             copies: m.copies.as_ref().map(|c| CopyStats { copies_held: c.held(), ..c.stats.clone() }),
+            breakdown: m.copies.as_ref().map(|c| breakdown(m, &c.stats)),
             policy_report,
             slowdown: None,
             epochs,

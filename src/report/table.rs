@@ -55,6 +55,20 @@ pub fn run_summary(r: &Report) -> String {
     let _ = writeln!(w, "TLB MPKI          {:.3}", s.tlb_mpki);
     let _ = writeln!(w, "LLC MPKI          {:.3}", s.llc_mpki);
     let _ = writeln!(w, "migrations        {} ({:.1} MiB moved)", s.migrations, mib(s.migrated_bytes));
+    if let Some(c) = &r.copies {
+        let _ = writeln!(
+            w,
+            "copies            {} made, {} dropped clean, {} written back, {} held; migration traffic {:.3}× footprint",
+            c.copies_made, c.clean_drops, c.dirty_drops, c.copies_held, s.migration_to_footprint
+        );
+        if c.bitmap_checks > 0 {
+            let _ = writeln!(
+                w,
+                "bitmap checks     {} ({} cache hits, {} misses), {} remaps",
+                c.bitmap_checks, c.bitmap_cache_hits, c.bitmap_cache_misses, c.remaps
+            );
+        }
+    }
     let _ = writeln!(w, "energy            {:.6} J", s.energy_j);
     if let Some(sd) = &r.slowdown {
         let _ = writeln!(w, "slowdown          {:+.2} % against {} ({} cycles)", sd.percent, sd.reference_policy, sd.reference_cycles);
