@@ -1,6 +1,7 @@
 //! End-to-end runs through the library: determinism, the ordering of the baselines,
 //! the AMAT of the slow tier against its configured latencies, and `--verify` on
-//! every baseline and workload.
+//! every baseline and workload (and for the policies that keep fast-tier copies of
+//! slow pages, with copies made, dirtied, dropped and made again).
 
 use tiersim::config::{Config, Sources};
 use tiersim::engine::{run, RunOptions};
@@ -130,11 +131,15 @@ fn everything_fits_in_the_fast_tier() {
 fn verify_passes_for_every_baseline_on_every_workload() {
     for (workload, _) in WORKLOADS {
         for (policy, _) in POLICIES {
+            // Rainbow keeps every page in slow superpages plus its migration bitmap, which
+            // needs more than the default slow tier of 100 % of the footprint.
+            let slow = if *policy == "rainbow" { "200%" } else { "100%" };
             let cfg = config(&[
                 &format!("workload.name=\"{workload}\""),
                 "workload.footprint=\"8MiB\"",
                 "workload.refs=20000",
                 "engine.epoch_cycles=200000",
+                &format!("machine.tiers.slow.capacity=\"{slow}\""),
                 &format!("policy.name=\"{policy}\""),
             ]);
             let r = run(&cfg, &RunOptions { verify: true, progress: false })
@@ -270,5 +275,66 @@ fn four_vm_tenants_with_application_workloads_run_verified_and_deterministically
         let quota = t.fast_quota_frames.expect("every tenant has a share");
         assert_eq!(quota, fast / 4);
         assert!(t.frames_per_tier[0] <= quota);
+    }
+}
+
+/// Rainbow, hscc-4k and hscc-2m under `--verify` on every workload, in a configuration
+/// that makes copies come and go: a 4 MiB DRAM (1024 frames, two 2 MiB frames, one of
+/// them partly taken by page tables) for a 16 MiB footprint whose hotspot hot set is
+/// 8 MiB and moves 8 times; 80 % stores in the synthetic workloads; tiny caches (16 KiB
+/// L1, 64 KiB LLC) so that most references reach memory, where Rainbow counts; intervals
+/// of 2·10^6 cycles. The slow tier has room for every page plus Rainbow's bitmap.
+#[test]
+fn copy_policies_pass_verify_on_every_workload_while_copies_churn() {
+    let caches = "machine.caches=[{name=\"L1\",size=\"16KiB\",ways=4,latency_cycles=3,shared=false},\
+                  {name=\"LLC\",size=\"64KiB\",ways=8,latency_cycles=20,shared=true}]";
+    // (policy, base frames per copy, a write-heavy workload where dirty copies must be
+    // dropped and more copies made than are held at the end)
+    for (policy, frames_per_copy, churn) in [("rainbow", 1, "hotspot"), ("hscc-4k", 1, "hotspot"), ("hscc-2m", 512, "seqscan")] {
+        for (workload, _) in WORKLOADS {
+            let cfg = config(&[
+                &format!("workload.name=\"{workload}\""),
+                "workload.footprint=\"16MiB\"",
+                "workload.refs=150000",
+                "workload.write_fraction=0.8",
+                "workload.hotspot.hot_size=0.5",
+                "workload.hotspot.phases=8",
+                "engine.epoch_cycles=2000000",
+                "machine.tiers.fast.capacity=\"4MiB\"",
+                "machine.tiers.slow.capacity=\"200%\"",
+                caches,
+                &format!("policy.name=\"{policy}\""),
+            ]);
+            let r = run(&cfg, &RunOptions { verify: true, progress: false }).unwrap_or_else(|e| panic!("{policy} on {workload}: {e}"));
+            let what = format!("{policy} on {workload}");
+            assert!(r.sim.verified_reads > 0, "{what}");
+            let c = r.copies.as_ref().unwrap_or_else(|| panic!("{what}: no copy statistics"));
+            let p = &r.policy_report;
+            // Every copy the policy made is one the machine made.
+            assert_eq!(p["pages_copied"].as_u64(), Some(c.copies_made), "{what}");
+            // Only Rainbow translates through the migration bitmap.
+            assert_eq!(c.bitmap_checks > 0, policy == "rainbow", "{what}");
+            // The policy's list of copies never holds more than DRAM can (each copy once).
+            let fast_frames = r.tiers[0].capacity_bytes >> 12;
+            assert!(c.copies_held <= fast_frames, "{what}");
+            for h in p["per_interval"].as_array().unwrap() {
+                let held = h["copies_held"].as_u64().unwrap();
+                assert!(held * frames_per_copy <= fast_frames, "{what}: {held} copies listed at {h}");
+            }
+            if *workload == churn {
+                // copies_held counts base frames; copies_made counts copies.
+                let held = c.copies_held / frames_per_copy;
+                assert!(
+                    c.copies_made > held && c.dirty_drops > 0,
+                    "{what}: made {}, held {held}, dirty drops {}: copies must be dirtied, evicted and made again",
+                    c.copies_made,
+                    c.dirty_drops
+                );
+                assert!(c.bytes_out >= c.dirty_drops * 4096 * frames_per_copy, "{what}: every dirty drop is written back");
+                if policy == "rainbow" {
+                    assert!(c.remaps > 0, "{what}: copies were reached through the pointer in the slow page");
+                }
+            }
+        }
     }
 }

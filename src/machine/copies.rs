@@ -95,14 +95,17 @@ impl BitmapCache {
     }
 
     /// A migration changed superpage `psn`'s bitmap: marks the cached entry modified
-    /// (write-back cache) and returns true, or returns false if it is not cached (the
-    /// bitmap in memory is written instead).
+    /// (write-back cache) and most recently used (the write is an access), and returns
+    /// true; or returns false if it is not cached (the bitmap in memory is written
+    /// instead).
     pub fn modify(&mut self, psn: u64) -> bool {
         let base = (psn % self.sets) as usize * self.ways;
+        let set = &mut self.tags[base..base + self.ways];
         let tag = psn + 1;
-        match self.tags[base..base + self.ways].iter_mut().find(|t| **t & !DIRTY_TAG == tag) {
-            Some(t) => {
-                *t |= DIRTY_TAG;
+        match set.iter().position(|&t| t & !DIRTY_TAG == tag) {
+            Some(way) => {
+                set[way] |= DIRTY_TAG;
+                set[..=way].rotate_right(1);
                 true
             }
             None => false,
@@ -308,9 +311,10 @@ mod tests {
         assert_eq!(c.access(0), (true, None), "0 is still cached (2 ways)");
         assert_eq!(c.access(6), (false, None), "evicts 3, the least recent, unmodified");
         assert!(c.modify(0) && !c.modify(3), "3 is gone: its bitmap is written in memory");
-        // Set 0 is [6, 0] (most recent first): 3 evicts the modified 0, written back.
-        assert_eq!(c.access(3), (false, Some(0)));
-        assert_eq!(c.access(9), (false, None), "evicts 6, unmodified");
+        // modify made 0 most recent: set 0 is [0*, 6]; 3 evicts 6 (unmodified), then 9
+        // evicts the modified 0, which is written back.
+        assert_eq!(c.access(3), (false, None));
+        assert_eq!(c.access(9), (false, Some(0)));
         assert_eq!(c.access(1), (false, None));
         assert_eq!(c.access(1), (true, None), "set 1 is independent");
     }

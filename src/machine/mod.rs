@@ -786,25 +786,15 @@ impl Machine {
         latency
     }
 
-    /// Charges a bitmap check of `cycles` (lookup + memory read on a miss) to a
-    /// reference: at translation, or, with `bitmap_at_memory`, only if it reached
-    /// memory. Returns the cycles added to the data access.
+    /// Records a bitmap check of `cycles` (lookup + memory read on a miss) as paid —
+    /// at translation, or, with `bitmap_at_memory`, by a reference that reached memory
+    /// — and returns the cycles.
     #[cold]
-    fn charge_bitmap(&mut self, core: usize, cycles: u64, reached_memory: bool) -> u64 {
+    fn charge_bitmap(&mut self, cycles: u64) -> u64 {
         let cp = self.copies.as_mut().expect("copies enabled");
-        if cp.bitmap_at_memory && !reached_memory {
-            return 0;
-        }
         cp.stats.bitmap_cache_cycles += cp.bitmap_latency;
         cp.stats.bitmap_memory_cycles += cycles - cp.bitmap_latency;
-        if cp.bitmap_at_memory {
-            cycles
-        } else {
-            let c = &mut self.cores[core];
-            c.clock += cycles;
-            c.stats.translation_cycles += cycles;
-            0
-        }
+        cycles
     }
 
     /// Runs one cache access and, on a miss in every level, the memory access;
@@ -892,7 +882,13 @@ impl Machine {
                 let (to, cycles, check) = self.redirect(core, tenant, a.vaddr, pfn, obs);
                 pfn = to;
                 translation += cycles;
-                bitmap = check;
+                if check > 0 {
+                    if self.copies.as_ref().expect("copies enabled").bitmap_at_memory {
+                        bitmap = check;
+                    } else {
+                        translation += self.charge_bitmap(check);
+                    }
+                }
             }
             if write {
                 self.copies.as_mut().expect("copies enabled").note_store(pfn);
@@ -903,8 +899,8 @@ impl Machine {
         self.cores[core].stats.translation_cycles += translation;
 
         let (level, mut latency) = self.cached(core, paddr, write, MemKind::Demand, obs);
-        if bitmap > 0 {
-            latency += self.charge_bitmap(core, bitmap, level == self.caches.depth());
+        if bitmap > 0 && level == self.caches.depth() {
+            latency += self.charge_bitmap(bitmap);
         }
         let beyond_l1 = latency.saturating_sub(self.l1_latency);
         let c = &mut self.cores[core];

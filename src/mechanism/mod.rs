@@ -788,3 +788,6 @@ impl Mechanisms<'_> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod copy_tests;

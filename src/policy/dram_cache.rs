@@ -109,11 +109,6 @@ impl DramLists {
         }
     }
 
-    /// A newly made copy: clean and, having just proved hot, at the hot end.
-    pub fn add(&mut self, frame: u64) {
-        self.clean.insert(0, frame);
-    }
-
     /// The next victim without removing it: the coldest clean copy, else the coldest
     /// dirty one. A copy on the clean list that has been written since is moved to the
     /// dirty list first (the store converted it, as HSCC's TLB does).
@@ -204,11 +199,10 @@ pub fn admit(
             return Admit::NoVictim;
         }
     }
+    // A new copy joins the lists at the next rebuild, with this interval's count: a
+    // page just copied for being hot is no victim for a colder one.
     match mech.cache_in(tenant, addr) {
-        Ok(f) => {
-            lists.add(f);
-            Admit::Copied(f)
-        }
+        Ok(f) => Admit::Copied(f),
         Err(_) => Admit::NoVictim,
     }
 }
@@ -295,10 +289,6 @@ mod tests {
         l.take(Victim { frame: 1, dirty: true });
         assert_eq!(l.peek(d), Some(Victim { frame: 4, dirty: true }));
         l.take(Victim { frame: 4, dirty: true });
-        l.add(9);
-        dirty_now.borrow_mut().extend([false; 5]);
-        assert_eq!(l.peek(d), Some(Victim { frame: 9, dirty: false }), "a new clean copy beats dirty ones");
-        l.take(Victim { frame: 9, dirty: false });
         assert_eq!(l.peek(d), Some(Victim { frame: 3, dirty: true }));
         l.take(Victim { frame: 3, dirty: true });
         assert!(l.is_empty() && l.peek(d).is_none());

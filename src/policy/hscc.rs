@@ -185,6 +185,9 @@ impl<const HUGE: bool> Policy for Hscc<HUGE> {
         }
         self.touched.clear();
         self.held.retain(|&f| mech.copies().is_some_and(|c| c.original_of(f).is_some()));
+        // A dropped copy's frame may hold a newer copy: list each frame once.
+        self.held.sort_unstable();
+        self.held.dedup();
         let (last, base, frames) = (&self.fast_last, self.fast_base, self.frames);
         let cp = mech.copies();
         self.lists.rebuild(&self.held, |f| last[((f - base) / frames) as usize] as u64, |f| cp.is_some_and(|c| c.is_dirty(f, frames)));

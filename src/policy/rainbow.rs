@@ -348,12 +348,18 @@ impl Policy for Rainbow {
         self.fast_touched.clear();
         let copies_before = self.copied;
         self.held.retain(|&f| mech.copies().is_some_and(|c| c.original_of(f).is_some()));
+        // A dropped copy's frame may hold a newer copy: list each frame once.
+        self.held.sort_unstable();
+        self.held.dedup();
         let (last, base) = (&self.fast_last, self.fast_base);
         let cp = mech.copies();
         self.lists.rebuild(&self.held, |f| last[(f - base) as usize] as u64, |f| cp.is_some_and(|c| c.is_dirty(f, 1)));
         self.writebacks_this_interval = 0;
         self.migrate_hot(mech);
         self.held.retain(|&f| mech.copies().is_some_and(|c| c.original_of(f).is_some()));
+        // A dropped copy's frame may hold a newer copy: list each frame once.
+        self.held.sort_unstable();
+        self.held.dedup();
         self.threshold.end_interval(self.writebacks_this_interval);
         self.history.push(json!({
             "interval": self.intervals,
@@ -396,5 +402,229 @@ impl Policy for Rainbow {
         );
         out.insert("storage".into(), self.storage(self.slow_frames));
         out.insert("per_interval".into(), json!(self.history));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::placement::Placement;
+    use crate::machine::{Machine, MachineConfig, TenantKind};
+    use crate::trace::Access;
+    use crate::units::Capacity;
+
+    /// Slow tier base: tiers start at 1 GiB boundaries, so after a 1024-frame fast tier
+    /// the slow tier starts at frame 2^18.
+    const SLOW_BASE: u64 = 1 << 18;
+    const HF: u64 = 512;
+
+    /// Rainbow's Table IV latencies at 3.2 GHz; a 1024-frame fast tier and an 8-superpage
+    /// (4096-frame) slow tier.
+    fn info() -> MachineInfo {
+        MachineInfo {
+            cores: 1,
+            freq_ghz: 3.2,
+            huge_page_bytes: 2 << 20,
+            tier_frames: vec![1024, 8 * HF],
+            tier_base_pfn: vec![0, SLOW_BASE],
+            tier_names: vec!["DRAM".into(), "PCM".into()],
+            tier_read_ns: vec![13.5, 19.5],
+            tier_write_ns: vec![28.5, 171.0],
+            tier_gbps: vec![10.7, 10.7],
+            clflush_cycles_per_line: 8,
+            shootdown_cycles: 300,
+            poison_fault_ns: 1000.0,
+            footprint_bytes: 0,
+            total_refs: 0,
+        }
+    }
+
+    fn rainbow(top_n: usize, two_stage: bool, write_weight: u32) -> Rainbow {
+        Rainbow::new(RainbowConfig { top_n, two_stage, write_weight, ..RainbowConfig::default() }, &info()).unwrap()
+    }
+
+    /// A memory-controller access to base page `page` of slow superpage `sp`.
+    fn slow(sp: u64, page: u64, write: bool, kind: MemKind) -> MemEvent {
+        let pfn = SLOW_BASE + sp * HF + page;
+        MemEvent { core: 0, paddr: pfn << 12 | 0x40, tier: 1, write, kind, latency: 0 }
+    }
+
+    fn feed(r: &mut Rainbow, e: MemEvent, times: u64) {
+        for _ in 0..times {
+            r.on_memory_access(&e);
+        }
+    }
+
+    #[test]
+    fn superpage_counters_weigh_writes_and_count_only_data_traffic() {
+        let mut r = rainbow(2, true, 3);
+        assert_eq!(r.util.write_weight, 3, "an explicit weight is kept");
+        // Superpage 0: 2 demand reads + 1 write-back = 2 + 3 = 5.
+        feed(&mut r, slow(0, 0, false, MemKind::Demand), 2);
+        feed(&mut r, slow(0, 7, true, MemKind::Writeback), 1);
+        // Superpage 1: 2 write-backs = 6.
+        feed(&mut r, slow(1, 300, true, MemKind::Writeback), 2);
+        // Superpage 2: only page-walk and metadata traffic, which the counters ignore.
+        feed(&mut r, slow(2, 0, false, MemKind::Walk), 4);
+        feed(&mut r, slow(2, 0, true, MemKind::Metadata), 4);
+        assert_eq!(&r.sp_count[..4], &[5, 6, 0, 0]);
+        assert_eq!(r.sp_touched, vec![0, 1]);
+        // Nothing is monitored before the first selection: no small-page counts.
+        assert!(r.small_touched.is_empty() && r.monitored.is_empty());
+        // DRAM-side counts (copies): frame 5 read once and written back once = 1 + 3.
+        let fast = |write| MemEvent { core: 0, paddr: 5 << 12, tier: 0, write, kind: MemKind::Demand, latency: 0 };
+        feed(&mut r, fast(false), 1);
+        feed(&mut r, fast(true), 1);
+        assert_eq!((r.fast_count[5], r.fast_touched.clone()), (4, vec![5]));
+        // With the default weight 0 the weight is (171 − 28.5) / (19.5 − 13.5) = 23.75 → 24.
+        assert_eq!(rainbow(2, true, 0).util.write_weight, 24);
+    }
+
+    #[test]
+    fn superpage_counter_saturates_at_two_bytes() {
+        let mut r = rainbow(1, true, 3);
+        // 21845 writes × 3 = 65535 = u16::MAX exactly; one more read stays there.
+        feed(&mut r, slow(4, 1, true, MemKind::Writeback), 21845);
+        assert_eq!(r.sp_count[4], 65535);
+        feed(&mut r, slow(4, 1, false, MemKind::Demand), 1);
+        assert_eq!(r.sp_count[4], u16::MAX);
+    }
+
+    #[test]
+    fn top_n_selects_the_largest_superpages_and_only_they_get_small_counters() {
+        let mut r = rainbow(2, true, 3);
+        // Counts: sp3 = 7, sp2 = 7, sp0 = 4, sp1 = 10, sp5 = 1 (touched in that order).
+        feed(&mut r, slow(3, 0, false, MemKind::Demand), 7);
+        feed(&mut r, slow(2, 0, false, MemKind::Demand), 7);
+        feed(&mut r, slow(0, 0, false, MemKind::Demand), 4);
+        feed(&mut r, slow(1, 0, true, MemKind::Writeback), 3); // 9
+        feed(&mut r, slow(1, 0, false, MemKind::Demand), 1); // 10
+        feed(&mut r, slow(5, 0, false, MemKind::Demand), 1);
+        r.select_top_n();
+        // Top 2: sp1 (10), then sp2 and sp3 tie at 7 and the lower number wins.
+        assert_eq!(r.monitored, vec![1, 2]);
+        assert_eq!(&r.sp_slot[..6], &[0, 1, 2, 0, 0, 0]);
+        // Stage 1 starts afresh.
+        assert!(r.sp_count.iter().all(|&c| c == 0) && r.sp_touched.is_empty());
+
+        // Next interval: sp2 page 9 ×3 reads, sp3 page 9 ×5 reads (not monitored), sp1
+        // page 0 one write-back (3).
+        feed(&mut r, slow(2, 9, false, MemKind::Demand), 3);
+        feed(&mut r, slow(3, 9, false, MemKind::Demand), 5);
+        feed(&mut r, slow(1, 0, true, MemKind::Writeback), 1);
+        // Slot 1 (sp2) page 9 → index 512 + 9 = 521; slot 0 (sp1) page 0 → index 0.
+        assert_eq!(r.small_touched, vec![521, 0]);
+        assert_eq!((r.small[521], r.small[0]), (3, 3));
+        assert_eq!(r.small.iter().filter(|&&c| c != 0).count(), 2, "sp3's pages are not counted");
+        assert_eq!(r.small_frame(521), SLOW_BASE + 2 * HF + 9);
+        assert_eq!(r.small_frame(0), SLOW_BASE + HF);
+        // The same interval feeds stage 1 (a pipeline): sp3 = 5, sp2 = 3, sp1 = 3.
+        assert_eq!(&r.sp_count[..4], &[0, 3, 3, 5]);
+        r.select_top_n();
+        // sp3 first, then sp1 and sp2 tie at 3: sp1. sp2 is no longer monitored.
+        assert_eq!(r.monitored, vec![3, 1]);
+        assert_eq!(&r.sp_slot[..4], &[0, 2, 0, 1]);
+
+        // With fewer touched superpages than N, all of them are monitored.
+        let mut r = rainbow(100, true, 3);
+        feed(&mut r, slow(6, 0, false, MemKind::Demand), 1);
+        feed(&mut r, slow(4, 0, false, MemKind::Demand), 2);
+        r.select_top_n();
+        assert_eq!(r.monitored, vec![4, 6]);
+    }
+
+    #[test]
+    fn small_counter_saturates_with_its_overflow_flag() {
+        let mut r = rainbow(1, true, 3);
+        feed(&mut r, slow(0, 0, false, MemKind::Demand), 1);
+        r.select_top_n();
+        assert_eq!(r.monitored, vec![0]);
+        // 0x7fff reads: the 15-bit counter is full but has not overflowed.
+        feed(&mut r, slow(0, 4, false, MemKind::Demand), 0x7fff);
+        assert_eq!(r.small[4], 0x7fff);
+        assert_eq!(Rainbow::small_value(r.small[4]), 0x7fff);
+        // One more: saturated, overflow flag set; the value is the 15-bit maximum.
+        feed(&mut r, slow(0, 4, false, MemKind::Demand), 1);
+        assert_eq!(r.small[4], 0x8000 | 0x7fff);
+        assert_eq!(Rainbow::small_value(r.small[4]), 0x7fff);
+        feed(&mut r, slow(0, 4, true, MemKind::Writeback), 5);
+        assert_eq!(r.small[4], 0xffff, "stays saturated");
+        // A write that carries the counter past the maximum sets the flag too:
+        // 0x7ffe + 3 = 0x8001 > 0x7fff.
+        feed(&mut r, slow(0, 5, false, MemKind::Demand), 0x7ffe);
+        assert_eq!(r.small[5], 0x7ffe);
+        feed(&mut r, slow(0, 5, true, MemKind::Writeback), 1);
+        assert_eq!(r.small[5], 0xffff);
+        // Ordinary counters read as themselves.
+        feed(&mut r, slow(0, 6, true, MemKind::Writeback), 2);
+        assert_eq!(Rainbow::small_value(r.small[6]), 6);
+    }
+
+    #[test]
+    fn without_two_stage_every_slow_frame_is_counted() {
+        let mut r = rainbow(1, false, 3);
+        assert_eq!(r.small.len(), 8 * HF as usize, "one counter per slow frame");
+        feed(&mut r, slow(0, 1, false, MemKind::Demand), 2);
+        feed(&mut r, slow(5, 511, true, MemKind::Writeback), 1);
+        feed(&mut r, slow(7, 0, false, MemKind::Demand), 1);
+        // No selection happened, yet all three are counted, at their frame index.
+        assert!(r.monitored.is_empty());
+        assert_eq!(r.small_touched, vec![1, 5 * 512 + 511, 7 * 512]);
+        assert_eq!((r.small[1], r.small[5 * 512 + 511], r.small[7 * 512]), (2, 3, 1));
+        assert_eq!(r.small_frame(5 * 512 + 511), SLOW_BASE + 5 * HF + 511);
+    }
+
+    /// One interval's migration on a real machine: when there are more hot pages than
+    /// DRAM frames, the hottest are copied and stay copied; a page copied in this
+    /// interval is not dropped again in the same interval for a colder one.
+    #[test]
+    fn migration_copies_the_hottest_pages_without_churn() {
+        const MIB: u64 = 1 << 20;
+        let base = 0x7f00_0000_0000u64;
+        let mut cfg = MachineConfig::default();
+        cfg.page_table.thp = true;
+        cfg.tiers.fast.capacity = Capacity::Bytes(4 * MIB);
+        cfg.tiers.slow.capacity = Capacity::Bytes(8 * MIB);
+        let mut m = Machine::new(&cfg, &[TenantKind::Process], 6 * MIB, Placement::SlowOnly, false, true).unwrap();
+        let mut r = Rainbow::new(RainbowConfig { top_n: 4, write_weight: 1, ..RainbowConfig::default() }, &m.info()).unwrap();
+        m.enable_copies(&r.copies().unwrap()).unwrap();
+        // Map three superpages (1536 pages, more than the 1024 DRAM frames).
+        for s in 0..3 {
+            m.access(0, &Access::read(base + s * 2 * MIB, 8, 0), &mut ());
+        }
+        let sp: Vec<u64> = (0..3).map(|s| Mechanisms::new(&mut m, 0).page(0, base + s * 2 * MIB).unwrap().pfn).collect();
+        let slow_base = m.alloc.base(1);
+        let ev = |pfn: u64| MemEvent { core: 0, paddr: pfn << 12, tier: 1, write: false, kind: MemKind::Demand, latency: 0 };
+        // Interval 1: the three superpages are counted and selected.
+        for &p in &sp {
+            r.on_memory_access(&ev(p));
+        }
+        r.on_epoch(0, &mut Mechanisms::new(&mut m, 0));
+        assert_eq!(r.monitored.len(), 3);
+        assert_eq!(m.copies.as_ref().unwrap().stats.copies_made, 0);
+        // Interval 2: page j (j = 0 … 1535, superpage j / 512) gets c_min + 1535 − j
+        // accesses, so page 0 is the hottest, and every page is worth copying even in
+        // place of a dirty victim of count 0 (Eq. 2): c_min = ⌈(T_mig + T_wb) / gain⌉.
+        let c_min = ((r.util.t_mig + r.util.t_writeback) / r.util.read_gain).ceil() as u64 + 1;
+        let frame = |j: u64| sp[(j / 512) as usize] + j % 512;
+        for j in 0..1536 {
+            feed(&mut r, ev(frame(j)), c_min + 1535 - j);
+        }
+        r.on_epoch(1, &mut Mechanisms::new(&mut m, 0));
+        let cp = m.copies.as_ref().unwrap();
+        let held = cp.held();
+        assert!(held > 900 && held < 1024, "DRAM filled up: {held} copies");
+        // No copy was made and dropped in the same interval.
+        assert_eq!((cp.stats.copies_made, cp.stats.clean_drops + cp.stats.dirty_drops), (held, 0));
+        // The copies are the hottest pages: pages 0 … held−1.
+        for j in 0..1536 {
+            assert_eq!(cp.copy_of(frame(j)).is_some(), j < held, "page {j} (slow frame {:#x})", frame(j) - slow_base);
+        }
+        // The policy's list of copies matches the machine's.
+        let mut h = r.held.clone();
+        h.sort_unstable();
+        h.dedup();
+        assert_eq!((r.held.len() as u64, h.len() as u64), (held, held));
+        m.check_invariants().unwrap();
     }
 }
