@@ -54,6 +54,17 @@ impl Utility {
         }
     }
 
+    /// The constants, for a policy's report.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "read_gain_cycles": self.read_gain,
+            "write_gain_cycles": self.write_gain,
+            "t_mig_cycles": self.t_mig,
+            "t_writeback_cycles": self.t_writeback,
+            "write_weight": self.write_weight,
+        })
+    }
+
     /// Eq. 1 with reads and writes folded into one weighted count.
     pub fn benefit(&self, count: u64) -> f64 {
         self.read_gain * count as f64 - self.t_mig
@@ -217,33 +228,35 @@ pub enum Admit {
     NoVictim,
 }
 
+/// A machine with Rainbow's Table IV latencies at 3.2 GHz, 10.7 GB/s per tier, clflush
+/// 8 cycles per line and 300-cycle shootdowns, for the policies' unit tests.
+#[cfg(test)]
+pub(crate) fn table_iv_info(fast_frames: u64, slow_frames: u64, slow_base: u64) -> MachineInfo {
+    MachineInfo {
+        cores: 1,
+        freq_ghz: 3.2,
+        huge_page_bytes: 2 << 20,
+        tier_frames: vec![fast_frames, slow_frames],
+        tier_base_pfn: vec![0, slow_base],
+        tier_names: vec!["DRAM".into(), "PCM".into()],
+        tier_read_ns: vec![13.5, 19.5],
+        tier_write_ns: vec![28.5, 171.0],
+        tier_gbps: vec![10.7, 10.7],
+        clflush_cycles_per_line: 8,
+        shootdown_cycles: 300,
+        poison_fault_ns: 1000.0,
+        footprint_bytes: 0,
+        total_refs: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn rainbow_info() -> MachineInfo {
-        // Rainbow Table IV latencies at 3.2 GHz; 10.7 GB/s per tier; clflush 8, shootdown 300.
-        MachineInfo {
-            cores: 1,
-            freq_ghz: 3.2,
-            huge_page_bytes: 2 << 20,
-            tier_frames: vec![1 << 20, 8 << 20],
-            tier_base_pfn: vec![0, 1 << 20],
-            tier_names: vec!["DRAM".into(), "PCM".into()],
-            tier_read_ns: vec![13.5, 19.5],
-            tier_write_ns: vec![28.5, 171.0],
-            tier_gbps: vec![10.7, 10.7],
-            clflush_cycles_per_line: 8,
-            shootdown_cycles: 300,
-            poison_fault_ns: 1000.0,
-            footprint_bytes: 0,
-            total_refs: 0,
-        }
-    }
-
     #[test]
     fn table_iii_in_cycles_and_eq1() {
-        let u = Utility::new(&rainbow_info(), 4096, 0);
+        let u = Utility::new(&table_iv_info(1 << 20, 8 << 20, 1 << 20), 4096, 0);
         // t_nr − t_dr = 6 ns = 19.2 cycles; t_nw − t_dw = 142.5 ns = 456 cycles.
         assert!((u.read_gain - 19.2).abs() < 1e-9 && (u.write_gain - 456.0).abs() < 1e-9);
         // Weight = 456 / 19.2 = 23.75 → 24.
@@ -261,7 +274,7 @@ mod tests {
 
     #[test]
     fn eq2_charges_the_victims_drop() {
-        let u = Utility::new(&rainbow_info(), 4096, 0);
+        let u = Utility::new(&table_iv_info(1 << 20, 8 << 20, 1 << 20), 4096, 0);
         // T_writeback = 512 + 1224.97 + 13.5 ns (43.2) + 171 ns (547.2) + 300 = 2627.37.
         assert!((u.t_writeback - 2627.37).abs() < 0.01);
         // Clean drop: 547.2 + 300 = 847.2.

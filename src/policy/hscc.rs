@@ -211,16 +211,7 @@ impl<const HUGE: bool> Policy for Hscc<HUGE> {
         out.insert("pages_copied".into(), json!(self.copied));
         out.insert("copies_held".into(), json!(self.held.len()));
         out.insert("benefit_threshold_cycles".into(), json!(self.threshold.cycles));
-        out.insert(
-            "utility".into(),
-            json!({
-                "read_gain_cycles": self.util.read_gain,
-                "write_gain_cycles": self.util.write_gain,
-                "t_mig_cycles": self.util.t_mig,
-                "t_writeback_cycles": self.util.t_writeback,
-                "write_weight": self.util.write_weight,
-            }),
-        );
+        out.insert("utility".into(), self.util.to_json());
         out.insert("per_interval".into(), json!(self.history));
     }
 }

@@ -390,16 +390,7 @@ impl Policy for Rainbow {
         out.insert("pages_copied".into(), json!(self.copied));
         out.insert("copies_held".into(), json!(self.held.len()));
         out.insert("benefit_threshold_cycles".into(), json!(self.threshold.cycles));
-        out.insert(
-            "utility".into(),
-            json!({
-                "read_gain_cycles": self.util.read_gain,
-                "write_gain_cycles": self.util.write_gain,
-                "t_mig_cycles": self.util.t_mig,
-                "t_writeback_cycles": self.util.t_writeback,
-                "write_weight": self.util.write_weight,
-            }),
-        );
+        out.insert("utility".into(), self.util.to_json());
         out.insert("storage".into(), self.storage(self.slow_frames));
         out.insert("per_interval".into(), json!(self.history));
     }
@@ -418,25 +409,9 @@ mod tests {
     const SLOW_BASE: u64 = 1 << 18;
     const HF: u64 = 512;
 
-    /// Rainbow's Table IV latencies at 3.2 GHz; a 1024-frame fast tier and an 8-superpage
-    /// (4096-frame) slow tier.
+    /// A 1024-frame fast tier and an 8-superpage (4096-frame) slow tier.
     fn info() -> MachineInfo {
-        MachineInfo {
-            cores: 1,
-            freq_ghz: 3.2,
-            huge_page_bytes: 2 << 20,
-            tier_frames: vec![1024, 8 * HF],
-            tier_base_pfn: vec![0, SLOW_BASE],
-            tier_names: vec!["DRAM".into(), "PCM".into()],
-            tier_read_ns: vec![13.5, 19.5],
-            tier_write_ns: vec![28.5, 171.0],
-            tier_gbps: vec![10.7, 10.7],
-            clflush_cycles_per_line: 8,
-            shootdown_cycles: 300,
-            poison_fault_ns: 1000.0,
-            footprint_bytes: 0,
-            total_refs: 0,
-        }
+        crate::policy::dram_cache::table_iv_info(1024, 8 * HF, SLOW_BASE)
     }
 
     fn rainbow(top_n: usize, two_stage: bool, write_weight: u32) -> Rainbow {
