@@ -228,6 +228,13 @@ fn thermostat_moves_cold_huge_pages_and_reports_its_periods() {
     assert!(r.tenants[0].frames_per_tier[1] > 0, "some huge pages went to slow memory");
     assert!(r.cores[0].stats.poison_faults > 0);
     assert!(p["cost_savings"]["1/3"].as_f64().unwrap() > 0.0);
+    // Every poison fault is either monitoring (a sampled base page) or a counted
+    // slow-memory access (a huge page in slow memory); both kinds happen here.
+    let (sample, slow) = (p["monitoring"]["sample_faults"].as_u64().unwrap(), p["monitoring"]["slow_faults"].as_u64().unwrap());
+    assert_eq!(sample + slow, r.cores[0].stats.poison_faults);
+    assert!(sample > 0 && slow > 0, "sample {sample}, slow {slow}");
+    let ns = r.config["machine"]["costs"]["poison_fault_ns"].as_f64().unwrap();
+    assert!((p["monitoring"]["sample_fault_seconds"].as_f64().unwrap() - sample as f64 * ns * 1e-9).abs() < 1e-12);
 }
 
 #[test]

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Thermostat's target tracking (docs/policies/thermostat.md): every workload under
+# targets 3, 6 and 10 %, with kstaled and all-fast on the same input, 1 s periods,
+# about 20 simulated seconds per run. Two runs at a time; results in $OUT (default
+# ./thermostat-tracking), one JSON per run, and a table per workload in summary.md.
+#
+# usage: scripts/thermostat-tracking.sh [WORKLOAD ...]   (default: all five)
+# Takes about an hour on two cores. Needs python3 for the tables.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet
+T=$PWD/target/release/tiersim
+OUT=${OUT:-$PWD/thermostat-tracking}
+mkdir -p "$OUT"
+
+# name, references (≈20 simulated seconds with all memory fast), workload options.
+declare -A REFS ARGS
+REFS[kv-hot]=4000000000
+ARGS[kv-hot]='--workload kv --footprint 4GiB --set workload.kv.popularity="hotspot" --set workload.kv.hot_ops=0.9 --set workload.kv.hot_keys=0.0001'
+REFS[kv-zipf]=2600000000
+ARGS[kv-zipf]='--workload kv --footprint 4GiB'
+REFS[hotspot]=800000000
+ARGS[hotspot]='--workload hotspot --footprint 4GiB --set workload.hotspot.hot_size=0.1 --set workload.hotspot.hot_refs=0.95'
+REFS[graph-bfs]=2700000000
+ARGS[graph-bfs]='--workload graph-bfs --footprint 4GiB'
+REFS[seqscan]=6600000000
+ARGS[seqscan]='--workload seqscan --footprint 4GiB'
+
+WORKLOADS=("$@")
+[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(kv-hot kv-zipf hotspot graph-bfs seqscan)
+TIME="--set policy.thermostat.periods_per_run=0 --set policy.thermostat.period_s=1 --set policy.kstaled.scans_per_run=0"
+
+jobs=()
+for w in "${WORKLOADS[@]}"; do
+    [ -n "${REFS[$w]:-}" ] || { echo "unknown workload $w (one of ${!REFS[*]})" >&2; exit 2; }
+    base="run --preset thermostat --refs ${REFS[$w]} ${ARGS[$w]} $TIME"
+    jobs+=("$base --policy all-fast --json $OUT/$w-all-fast.json")
+    jobs+=("$base --policy kstaled --json $OUT/$w-kstaled.json")
+    for x in 3 6 10; do
+        jobs+=("$base --policy thermostat --set policy.thermostat.tolerable_slowdown_pct=$x --json $OUT/$w-thermostat-$x.json")
+    done
+done
+printf '%s\n' "${jobs[@]}" | xargs -P 2 -I{} sh -c "$T {} > /dev/null"
+
+for w in "${WORKLOADS[@]}"; do
+    echo "## $w"
+    python3 scripts/thermostat_summary.py "$OUT/$w-all-fast.json" "$OUT/$w-kstaled.json" "$OUT"/$w-thermostat-{3,6,10}.json
+done | tee "$OUT/summary.md"
