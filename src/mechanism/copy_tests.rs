@@ -91,7 +91,7 @@ fn rainbow_translation_cases_and_copy_lifecycle() {
     let bitmap_frame = m.copies.as_ref().unwrap().bitmap_frames[0];
     assert_eq!(obs.0.len(), 1, "one metadata access: the bitmap line");
     let e = obs.0[0];
-    assert_eq!((e.paddr, e.tier, e.write), (bitmap_frame << 12 | psn * 64, 1, false));
+    assert_eq!((e.paddr, e.tier, e.write), ((bitmap_frame << 12) | (psn * 64), 1, false));
     assert_eq!(out.paddr, (sp.pfn + 3) << 12 | 0x40, "served by the slow frame");
     assert!(out.translation_cycles >= 9 + s.bitmap_memory_cycles);
     m.check_invariants().unwrap();

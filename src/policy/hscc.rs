@@ -15,6 +15,7 @@
 //!   remappings shoot down the page's TLB entries. (Its counters weigh a write 2 reads;
 //!   we weigh writes by the utility model, as for Rainbow — set `write_weight = 2` for
 //!   SHMA's weights.)
+//!
 //! The ICS'17 text itself was not reachable; its dynamic threshold adjustment is
 //! modelled as Rainbow's (raise while written-back traffic is seen).
 
