@@ -3,6 +3,8 @@
 # targets 3, 6 and 10 %, with kstaled and all-fast on the same input, 1 s periods,
 # about 20 simulated seconds per run. Two runs at a time; results in $OUT (default
 # ./thermostat-tracking), one JSON per run, and a table per workload in summary.md.
+# PRESET picks the machine: thermostat-emulated (default, the paper's BadgerTrap
+# platform) or thermostat (a slow tier with a real 1 µs latency).
 #
 # usage: scripts/thermostat-tracking.sh [WORKLOAD ...]   (default: all five)
 # Takes about an hour on two cores. Needs python3 for the tables.
@@ -11,6 +13,7 @@ cd "$(dirname "$0")/.."
 cargo build --release --quiet
 T=$PWD/target/release/tiersim
 OUT=${OUT:-$PWD/thermostat-tracking}
+PRESET=${PRESET:-thermostat-emulated}
 mkdir -p "$OUT"
 
 # name, references (≈20 simulated seconds with all memory fast), workload options.
@@ -33,7 +36,7 @@ TIME="--set policy.thermostat.periods_per_run=0 --set policy.thermostat.period_s
 jobs=()
 for w in "${WORKLOADS[@]}"; do
     [ -n "${REFS[$w]:-}" ] || { echo "unknown workload $w (one of ${!REFS[*]})" >&2; exit 2; }
-    base="run --preset thermostat --refs ${REFS[$w]} ${ARGS[$w]} $TIME"
+    base="run --preset $PRESET --refs ${REFS[$w]} ${ARGS[$w]} $TIME"
     jobs+=("$base --policy all-fast --json $OUT/$w-all-fast.json")
     jobs+=("$base --policy kstaled --json $OUT/$w-kstaled.json")
     for x in 3 6 10; do

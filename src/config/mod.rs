@@ -120,6 +120,11 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
     ("spar", "SpAR/SpRM §4: 1 GiB HBM (8 ch) + 16 GiB PCM (2 ch), 512 KiB huge pages", include_str!("../../presets/spar.toml")),
     ("optane", "HMM-V Table 2: DRAM + Optane PMem (310/94 ns)", include_str!("../../presets/optane.toml")),
     ("thermostat", "Thermostat §4: DRAM + ~1 µs slow memory, 2 MiB huge pages", include_str!("../../presets/thermostat.toml")),
+    (
+        "thermostat-emulated",
+        "Thermostat §4.2 as measured: slow memory emulated by a ~1 µs fault per TLB miss (BadgerTrap)",
+        include_str!("../../presets/thermostat-emulated.toml"),
+    ),
     ("cxl", "DDR5 local memory + CXL-attached expander (~2.5× latency, lower bandwidth)", include_str!("../../presets/cxl.toml")),
 ];
 
@@ -201,6 +206,21 @@ fn deserialize<T: serde::de::DeserializeOwned>(value: Value, prefix: &str) -> Re
     })
 }
 
+/// Merges built-in preset `name` into `root`. A preset that starts with
+/// `based_on = "other"` is `other` with its own tables merged on top.
+fn merge_preset(root: &mut Table, name: &str) -> Result<()> {
+    let (_, _, text) = PRESETS.iter().find(|p| p.0 == name).ok_or_else(|| {
+        anyhow!("--preset: unknown preset `{name}` (known: {})", PRESETS.iter().map(|p| p.0).collect::<Vec<_>>().join(", "))
+    })?;
+    let mut table: Table = toml::from_str(text).with_context(|| format!("built-in preset {name}"))?;
+    if let Some(base) = table.remove("based_on") {
+        let base = base.as_str().ok_or_else(|| anyhow!("built-in preset {name}: based_on must be a preset name"))?;
+        merge_preset(root, base)?;
+    }
+    merge(root, table);
+    Ok(())
+}
+
 impl Config {
     /// Builds the configuration from its layers and validates it.
     pub fn load(src: &Sources) -> Result<Config> {
@@ -209,10 +229,7 @@ impl Config {
         // that list entries can be addressed by index in `--set`.
         let mut root: Table = Table::try_from(Config::default()).expect("defaults serialise");
         if let Some(name) = &src.preset {
-            let (_, _, text) = PRESETS.iter().find(|p| p.0 == name).ok_or_else(|| {
-                anyhow!("--preset: unknown preset `{name}` (known: {})", PRESETS.iter().map(|p| p.0).collect::<Vec<_>>().join(", "))
-            })?;
-            merge(&mut root, toml::from_str(text).with_context(|| format!("built-in preset {name}"))?);
+            merge_preset(&mut root, name)?;
         }
         if let Some(path) = &src.file {
             let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
@@ -523,6 +540,23 @@ mod tests {
             let again: Config = toml::from_str(&text).unwrap_or_else(|e| panic!("preset {name} round trip: {e}"));
             assert_eq!(again.to_toml().unwrap(), text, "preset {name}");
         }
+    }
+
+    #[test]
+    fn a_preset_based_on_another_keeps_what_it_does_not_override() {
+        let base = load(Some("thermostat"), &[]).unwrap();
+        let emu = load(Some("thermostat-emulated"), &[]).unwrap();
+        // Inherited: the paper's TLBs, THP and the fast tier's share.
+        assert_eq!(emu.machine.tlb.l2_small_entries, 1024);
+        assert!(emu.machine.page_table.thp);
+        assert_eq!(emu.machine.tiers.fast.capacity.to_string(), base.machine.tiers.fast.capacity.to_string());
+        // Overridden: the slow tier runs at the fast tier's (DRAM) timing.
+        let (fast, slow) = (&emu.machine.tiers.fast, &emu.machine.tiers.slow);
+        assert_eq!((slow.read_hit_ns, slow.read_miss_ns, slow.write_hit_ns, slow.write_miss_ns), (fast.read_hit_ns, fast.read_miss_ns, fast.write_hit_ns, fast.write_miss_ns));
+        assert_eq!(base.machine.tiers.slow.read_miss_ns, 1000.0);
+        // Later layers still win over both presets.
+        let c = load(Some("thermostat-emulated"), &["machine.tiers.slow.read_miss_ns=500.0"]).unwrap();
+        assert_eq!(c.machine.tiers.slow.read_miss_ns, 500.0);
     }
 
     fn load_tenants(tenants: &[&str]) -> Result<Config> {
