@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Summarises Thermostat runs against an all-fast run of the same input.
+"""Summarises Thermostat (and kstaled) runs against an all-fast run of the same input.
 
-usage: thermostat_summary.py ALL_FAST.json RUN.json [RUN.json ...]
+usage: thermostat_summary.py [--from F] ALL_FAST.json RUN.json [RUN.json ...]
 
-Prints one row per run: target, achieved slowdown, its monitoring part (poison faults
-on sampled pages), the rest (slow memory, migrations, split pages), cold fraction
-(average over periods and at the end), periods whose slow-memory rate exceeded the
-target, migration and false-classification rates (Table 3).
+One Markdown row per run: the tolerable slowdown x, the achieved slowdown over the
+whole run and over the references after fraction F of them (the steady state after
+warm-up; default F = 0), the monitoring part of the whole run's slowdown (poison
+faults on sampled pages), the cold fraction (average over periods and at the end),
+the periods after warm-up whose measured slow-memory rate exceeded the target, and
+the migration and false-classification rates (Table 3).
 """
 import json
 import sys
@@ -17,34 +19,59 @@ def load(path):
         return json.load(f)
 
 
+def cycle_at(run, refs):
+    """Cycle at which the run had issued `refs` references (linear within an epoch)."""
+    done, start = 0, 0
+    for e in run["epochs"]:
+        if done + e["references"] >= refs and e["references"] > 0:
+            return start + (e["end_cycle"] - start) * (refs - done) / e["references"]
+        done += e["references"]
+        start = e["end_cycle"]
+    return run["summary"]["cycles"]
+
+
 def main():
-    if len(sys.argv) < 3:
+    args = sys.argv[1:]
+    start = 0.0
+    if args[:1] == ["--from"]:
+        start = float(args[1])
+        args = args[2:]
+    if len(args) < 2:
         sys.exit(__doc__.strip().splitlines()[2])
-    base = load(sys.argv[1])
-    base_cycles = base["summary"]["cycles"]
-    base_s = base["summary"]["seconds"]
-    print("| run | policy | target % | slowdown % | monitoring % | rest % | avg cold % | end cold % | periods | over target | migration MB/s | false class. MB/s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for path in sys.argv[2:]:
+    base = load(args[0])
+    refs = base["summary"]["references"]
+    r0 = start * refs
+    base_all = base["summary"]["cycles"]
+    base_win = base_all - cycle_at(base, r0)
+    print(f"| policy | x % | slowdown % | after {start:.0%} of refs % | monitoring % | avg cold % | end cold % "
+          "| periods | over target after warm-up | migration MB/s | false class. MB/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for path in args[1:]:
         r = load(path)
-        slow = (r["summary"]["cycles"] / base_cycles - 1) * 100
+        if r["summary"]["references"] != refs:
+            sys.exit(f"{path}: {r['summary']['references']} references, the reference run has {refs}")
+        whole = (r["summary"]["cycles"] / base_all - 1) * 100
+        c0 = cycle_at(r, r0)
+        window = ((r["summary"]["cycles"] - c0) / base_win - 1) * 100
         pr = r.get("policy_report", {})
         periods = pr.get("periods", [])
-        mon = pr.get("monitoring", {}).get("sample_fault_seconds", 0.0) / base_s * 100
+        mon = pr.get("monitoring", {}).get("sample_fault_seconds", 0.0) / base["summary"]["seconds"] * 100
+        row = [r["policy"], "", f"{whole:.2f}", f"{window:.2f}", f"{mon:.2f}"]
         if periods:
             last = periods[-1]
             total = sum(last[k] for k in ("hot_2m_bytes", "hot_4k_bytes", "cold_2m_bytes", "cold_4k_bytes"))
             end_cold = (last["cold_2m_bytes"] + last["cold_4k_bytes"]) / total * 100
-            over = sum(1 for p in periods if p["slow_rate"] > p["target_rate"])
-            target = ", ".join(sorted({f'{p["target_pct"]:g}' for p in periods}))
-            avg_cold = pr["average_cold_fraction"] * 100
-            mig = f'{pr["migration_mb_per_s"]:.1f}'
-            fc = f'{pr["false_classification_mb_per_s"]:.1f}'
+            t0 = c0 / (r["summary"]["cycles"] / r["summary"]["seconds"])
+            late = [p for p in periods if p["end_s"] >= t0]
+            over = sum(1 for p in late if p["slow_rate"] > p["target_rate"])
+            row[1] = "/".join(sorted({f'{p["target_pct"]:g}' for p in periods}))
+            row += [f'{pr["average_cold_fraction"] * 100:.1f}', f"{end_cold:.1f}", str(len(periods)),
+                    f"{over} of {len(late)}", f'{pr["migration_mb_per_s"]:.1f}', f'{pr["false_classification_mb_per_s"]:.1f}']
+        elif "demoted_pages" in pr:
+            row += ["", "", "", "", f'demoted {pr["demoted_pages"]}', f'promoted {pr["promoted_pages"]}']
         else:
-            end_cold = avg_cold = float("nan")
-            over, target, mig, fc = "", "", "", ""
-        print(f"| {path} | {r['policy']} | {target} | {slow:.2f} | {mon:.2f} | {slow - mon:.2f} | "
-              f"{avg_cold:.1f} | {end_cold:.1f} | {len(periods)} | {over} | {mig} | {fc} |")
+            row += [""] * 6
+        print("| " + " | ".join(row) + " |")
 
 
 if __name__ == "__main__":

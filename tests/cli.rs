@@ -36,6 +36,25 @@ fn bad_input_names_the_field() {
     );
     bad(&["run", "--config", "/nonexistent/tiersim.toml"], "/nonexistent/tiersim.toml");
     bad(&["compare", "--policies", "all-fast,first-touch", "--baseline", "all-slow"], "--baseline");
+    bad(&["run", "--warmup", "0.5"], "--warmup: only with --slowdown-vs");
+    bad(&["run", "--slowdown-vs", "all-fast", "--warmup", "1.5"], "--warmup: must be a fraction");
+    bad(&["compare", "--policies", "all-fast,first-touch", "--warmup", "0.5"], "--warmup");
+}
+
+#[test]
+fn slowdown_after_warmup_is_reported() {
+    let dir = std::env::temp_dir().join(format!("tiersim-cli-warm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    let args = ["run", "--workload", "hotspot", "--footprint", "32MiB", "--refs", "400000", "--policy", "all-slow", "--slowdown-vs", "all-fast"];
+    let out = tiersim(&[&args[..], &["--warmup", "0.5", "--json", json.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("after warm-up"));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (whole, warm) = (v["slowdown"]["percent"].as_f64().unwrap(), &v["slowdown"]["after_warmup"]);
+    assert_eq!(warm["warmup_fraction"], 0.5);
+    // All-slow is slower everywhere, and the second half alone is slower too.
+    assert!(whole > 10.0 && warm["percent"].as_f64().unwrap() > 10.0, "{whole} {warm}");
 }
 
 #[test]

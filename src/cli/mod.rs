@@ -158,6 +158,10 @@ pub struct RunArgs {
     /// against it (`run` only).
     #[arg(long, value_name = "POLICY")]
     pub slowdown_vs: Option<String>,
+    /// With --slowdown-vs: also report the slowdown over the references after this
+    /// fraction of them (in (0, 1)), the steady state of a policy that settles slowly.
+    #[arg(long, value_name = "FRACTION")]
+    pub warmup: Option<f64>,
 }
 
 fn write_outputs(reports: &[Report], json: &Option<PathBuf>, csv: &Option<PathBuf>) -> Result<()> {
@@ -209,16 +213,20 @@ pub fn main(cli: Cli) -> Result<()> {
         Command::Run(args) => {
             let cfg = args.cfg.load()?;
             let opts = RunOptions { verify: args.verify, progress: true };
+            if let Some(f) = args.warmup {
+                if args.slowdown_vs.is_none() {
+                    anyhow::bail!("--warmup: only with --slowdown-vs");
+                }
+                if !(f > 0.0 && f < 1.0) {
+                    anyhow::bail!("--warmup: must be a fraction in (0, 1), got {f}");
+                }
+            }
             let report = match &args.slowdown_vs {
                 None => engine::run(&cfg, &opts)?,
                 Some(reference) => {
                     let both = run_many(&cfg, &[cfg.policy.name.clone(), reference.clone()], &opts)?;
                     let [mut r, base]: [Report; 2] = both.try_into().map_err(|_| anyhow!("two runs expected"))?;
-                    r.slowdown = Some(Slowdown {
-                        reference_policy: reference.clone(),
-                        reference_cycles: base.summary.cycles,
-                        percent: (r.summary.cycles as f64 / base.summary.cycles.max(1) as f64 - 1.0) * 100.0,
-                    });
+                    r.slowdown = Some(Slowdown::between(&r, &base, reference, args.warmup));
                     r
                 }
             };
@@ -226,8 +234,8 @@ pub fn main(cli: Cli) -> Result<()> {
             write_outputs(&[report], &args.json, &args.csv)
         }
         Command::Compare { policies, baseline, run } => {
-            if run.slowdown_vs.is_some() {
-                anyhow::bail!("--slowdown-vs: only for `run`; `compare` normalises to --baseline");
+            if run.slowdown_vs.is_some() || run.warmup.is_some() {
+                anyhow::bail!("--slowdown-vs, --warmup: only for `run`; `compare` normalises to --baseline");
             }
             let cfg = run.cfg.load()?;
             let base = baseline.unwrap_or_else(|| policies[0].clone());

@@ -151,6 +151,38 @@ pub struct Slowdown {
     pub reference_cycles: u64,
     /// (cycles / reference cycles − 1) × 100.
     pub percent: f64,
+    /// With `--warmup F`: the same over the references after the first fraction F of
+    /// them, once a policy that converges over many periods has settled (Thermostat
+    /// measures after 600 s of warm-up, §4.3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_warmup: Option<WarmSlowdown>,
+}
+
+/// Slowdown over the references after a warm-up.
+#[derive(Clone, Debug, Serialize)]
+pub struct WarmSlowdown {
+    pub warmup_fraction: f64,
+    pub percent: f64,
+}
+
+impl Slowdown {
+    /// The slowdown of `run` against `reference` (the same input under another policy);
+    /// with `warmup`, also over the references after that fraction of them.
+    pub fn between(run: &Report, reference: &Report, reference_policy: &str, warmup: Option<f64>) -> Slowdown {
+        let percent = |a: f64, b: f64| (a / b.max(1.0) - 1.0) * 100.0;
+        let after_warmup = warmup.map(|f| {
+            let refs = f * run.summary.references as f64;
+            let own = run.summary.cycles as f64 - run.cycle_at_reference(refs);
+            let base = reference.summary.cycles as f64 - reference.cycle_at_reference(refs);
+            WarmSlowdown { warmup_fraction: f, percent: percent(own, base) }
+        });
+        Slowdown {
+            reference_policy: reference_policy.to_string(),
+            reference_cycles: reference.summary.cycles,
+            percent: percent(run.summary.cycles as f64, reference.summary.cycles as f64),
+            after_warmup,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -225,6 +257,21 @@ fn breakdown(m: &Machine, c: &CopyStats) -> serde_json::Value {
 }
 
 impl Report {
+    /// The cycle at which the run had issued `refs` references (all cores), from the
+    /// epoch series, linear within an epoch; the run's end beyond the last epoch.
+    pub fn cycle_at_reference(&self, refs: f64) -> f64 {
+        let (mut done, mut start) = (0.0, 0.0);
+        for e in &self.epochs {
+            let n = e.references as f64;
+            if n > 0.0 && done + n >= refs {
+                return start + (e.end_cycle as f64 - start) * (refs - done) / n;
+            }
+            done += n;
+            start = e.end_cycle as f64;
+        }
+        self.summary.cycles as f64
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn build(
         cfg: &Config,
@@ -324,5 +371,40 @@ impl Report {
             config: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
             malformed_lines_skipped: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_epochs(points: &[(u64, u64)], cycles: u64) -> Report {
+        let epochs = points.iter().map(|&(end_cycle, references)| EpochRecord { end_cycle, references, ..Default::default() }).collect();
+        let summary = Summary { references: points.iter().map(|p| p.1).sum(), cycles, ..Default::default() };
+        Report { epochs, summary, ..Default::default() }
+    }
+
+    #[test]
+    fn cycle_at_reference_interpolates_within_an_epoch() {
+        // 100 references by cycle 1000, 300 more by cycle 1600, none until 2000.
+        let r = with_epochs(&[(1000, 100), (1600, 300), (2000, 0)], 2000);
+        assert_eq!(r.cycle_at_reference(0.0), 0.0);
+        assert_eq!(r.cycle_at_reference(50.0), 500.0);
+        assert_eq!(r.cycle_at_reference(100.0), 1000.0);
+        assert_eq!(r.cycle_at_reference(250.0), 1300.0);
+        assert_eq!(r.cycle_at_reference(400.0), 1600.0);
+        assert_eq!(r.cycle_at_reference(401.0), 2000.0);
+    }
+
+    #[test]
+    fn slowdown_after_warmup_counts_only_the_later_references() {
+        // Both issue 400 references; the run is twice as slow in the second half only.
+        let base = with_epochs(&[(1000, 200), (2000, 200)], 2000);
+        let run = with_epochs(&[(1000, 200), (3000, 200)], 3000);
+        let s = Slowdown::between(&run, &base, "all-fast", Some(0.5));
+        assert_eq!(s.percent, 50.0);
+        let w = s.after_warmup.unwrap();
+        assert_eq!((w.warmup_fraction, w.percent), (0.5, 100.0));
+        assert!(Slowdown::between(&run, &base, "all-fast", None).after_warmup.is_none());
     }
 }

@@ -72,6 +72,9 @@ pub fn run_summary(r: &Report) -> String {
     let _ = writeln!(w, "energy            {:.6} J", s.energy_j);
     if let Some(sd) = &r.slowdown {
         let _ = writeln!(w, "slowdown          {:+.2} % against {} ({} cycles)", sd.percent, sd.reference_policy, sd.reference_cycles);
+        if let Some(warm) = &sd.after_warmup {
+            let _ = writeln!(w, "  after warm-up   {:+.2} % (references after the first {:.0} %)", warm.percent, warm.warmup_fraction * 100.0);
+        }
     }
     let _ = writeln!(w, "slow-tier writes  {}", s.slow_tier_writes);
     for t in &r.tiers {
