@@ -55,6 +55,9 @@ fn slowdown_after_warmup_is_reported() {
     assert_eq!(warm["warmup_fraction"], 0.5);
     // All-slow is slower everywhere, and the second half alone is slower too.
     assert!(whole > 10.0 && warm["percent"].as_f64().unwrap() > 10.0, "{whole} {warm}");
+    // Throughput loss is the same time difference over the slower run: s / (1 + s).
+    let loss = v["slowdown"]["throughput_loss_percent"].as_f64().unwrap();
+    assert!((loss - whole / (1.0 + whole / 100.0)).abs() < 1e-6, "{loss} {whole}");
 }
 
 #[test]

@@ -151,6 +151,9 @@ pub struct Slowdown {
     pub reference_cycles: u64,
     /// (cycles / reference cycles − 1) × 100.
     pub percent: f64,
+    /// (1 − reference cycles / cycles) × 100: the throughput lost, the paper's
+    /// measure (Thermostat §3.4: x % of every second spent on slow accesses).
+    pub throughput_loss_percent: f64,
     /// With `--warmup F`: the same over the references after the first fraction F of
     /// them, once a policy that converges over many periods has settled (Thermostat
     /// measures after 600 s of warm-up, §4.3).
@@ -163,6 +166,7 @@ pub struct Slowdown {
 pub struct WarmSlowdown {
     pub warmup_fraction: f64,
     pub percent: f64,
+    pub throughput_loss_percent: f64,
 }
 
 impl Slowdown {
@@ -170,16 +174,19 @@ impl Slowdown {
     /// with `warmup`, also over the references after that fraction of them.
     pub fn between(run: &Report, reference: &Report, reference_policy: &str, warmup: Option<f64>) -> Slowdown {
         let percent = |a: f64, b: f64| (a / b.max(1.0) - 1.0) * 100.0;
+        let loss = |a: f64, b: f64| (1.0 - b / a.max(1.0)) * 100.0;
         let after_warmup = warmup.map(|f| {
             let refs = f * run.summary.references as f64;
             let own = run.summary.cycles as f64 - run.cycle_at_reference(refs);
             let base = reference.summary.cycles as f64 - reference.cycle_at_reference(refs);
-            WarmSlowdown { warmup_fraction: f, percent: percent(own, base) }
+            WarmSlowdown { warmup_fraction: f, percent: percent(own, base), throughput_loss_percent: loss(own, base) }
         });
+        let (own, base) = (run.summary.cycles as f64, reference.summary.cycles as f64);
         Slowdown {
             reference_policy: reference_policy.to_string(),
             reference_cycles: reference.summary.cycles,
-            percent: percent(run.summary.cycles as f64, reference.summary.cycles as f64),
+            percent: percent(own, base),
+            throughput_loss_percent: loss(own, base),
             after_warmup,
         }
     }
@@ -403,8 +410,9 @@ mod tests {
         let run = with_epochs(&[(1000, 200), (3000, 200)], 3000);
         let s = Slowdown::between(&run, &base, "all-fast", Some(0.5));
         assert_eq!(s.percent, 50.0);
+        assert!((s.throughput_loss_percent - 100.0 / 3.0).abs() < 1e-12);
         let w = s.after_warmup.unwrap();
-        assert_eq!((w.warmup_fraction, w.percent), (0.5, 100.0));
+        assert_eq!((w.warmup_fraction, w.percent, w.throughput_loss_percent), (0.5, 100.0, 50.0));
         assert!(Slowdown::between(&run, &base, "all-fast", None).after_warmup.is_none());
     }
 }

@@ -71,9 +71,19 @@ pub fn run_summary(r: &Report) -> String {
     }
     let _ = writeln!(w, "energy            {:.6} J", s.energy_j);
     if let Some(sd) = &r.slowdown {
-        let _ = writeln!(w, "slowdown          {:+.2} % against {} ({} cycles)", sd.percent, sd.reference_policy, sd.reference_cycles);
+        let _ = writeln!(
+            w,
+            "slowdown          {:+.2} % against {} ({} cycles); throughput loss {:.2} %",
+            sd.percent, sd.reference_policy, sd.reference_cycles, sd.throughput_loss_percent
+        );
         if let Some(warm) = &sd.after_warmup {
-            let _ = writeln!(w, "  after warm-up   {:+.2} % (references after the first {:.0} %)", warm.percent, warm.warmup_fraction * 100.0);
+            let _ = writeln!(
+                w,
+                "  after warm-up   {:+.2} %; throughput loss {:.2} % (references after the first {:.0} %)",
+                warm.percent,
+                warm.throughput_loss_percent,
+                warm.warmup_fraction * 100.0
+            );
         }
     }
     let _ = writeln!(w, "slow-tier writes  {}", s.slow_tier_writes);
