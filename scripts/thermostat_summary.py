@@ -21,6 +21,11 @@ def load(path):
         return json.load(f)
 
 
+def pct(x):
+    """Two decimals, without a sign on what rounds to zero."""
+    return f"{round(x, 2) + 0.0:.2f}"
+
+
 def cycle_at(run, refs):
     """Cycle at which the run had issued `refs` references (linear within an epoch)."""
     done, start = 0, 0
@@ -60,7 +65,7 @@ def main():
         pr = r.get("policy_report", {})
         periods = pr.get("periods", [])
         mon = pr.get("monitoring", {}).get("sample_fault_seconds", 0.0) / base["summary"]["seconds"] * 100
-        row = [r["policy"], "", f"{whole:.2f}", f"{window:.2f}", f"{loss:.2f}", f"{mon:.2f}"]
+        row = [r["policy"], "", pct(whole), pct(window), pct(loss), pct(mon)]
         if periods:
             last = periods[-1]
             total = sum(last[k] for k in ("hot_2m_bytes", "hot_4k_bytes", "cold_2m_bytes", "cold_4k_bytes"))
