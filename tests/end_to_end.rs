@@ -238,6 +238,31 @@ fn thermostat_moves_cold_huge_pages_and_reports_its_periods() {
 }
 
 #[test]
+fn thermostat_target_changes_between_periods() {
+    let cfg = preset(
+        "thermostat-emulated",
+        &[
+            "workload.name=\"hotspot\"",
+            "workload.footprint=\"64MiB\"",
+            "workload.refs=2000000",
+            "policy.name=\"thermostat\"",
+            "policy.thermostat.periods_per_run=4",
+            "policy.thermostat.target_changes=[[2.0, 9.0]]",
+        ],
+    );
+    let r = run_cfg(&cfg, false);
+    let periods = r.policy_report["periods"].as_array().unwrap();
+    assert!(periods.len() >= 3, "{} periods", periods.len());
+    for p in periods {
+        let (n, pct, rate) = (p["period"].as_u64().unwrap(), p["target_pct"].as_f64().unwrap(), p["target_rate"].as_f64().unwrap());
+        // The emulated platform's t_s is the 1 µs fault: x % → x · 10^4 accesses/s.
+        let want = if n < 2 { 3.0 } else { 9.0 };
+        assert_eq!(pct, want, "period {n}");
+        assert!((rate - want * 1e4).abs() < 1e-6, "period {n}: {rate}");
+    }
+}
+
+#[test]
 fn kstaled_demotes_idle_pages_and_promotes_them_on_access() {
     let cfg = preset(
         "thermostat",
