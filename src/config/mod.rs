@@ -553,6 +553,13 @@ mod tests {
         // Overridden: the slow tier runs at the fast tier's (DRAM) timing.
         let (fast, slow) = (&emu.machine.tiers.fast, &emu.machine.tiers.slow);
         assert_eq!((slow.read_hit_ns, slow.read_miss_ns, slow.write_hit_ns, slow.write_miss_ns), (fast.read_hit_ns, fast.read_miss_ns, fast.write_hit_ns, fast.write_miss_ns));
+        let energy = |t: &crate::machine::tier::TierConfig| {
+            [t.read_hit_pj_per_bit, t.read_miss_pj_per_bit, t.write_hit_pj_per_bit, t.write_miss_pj_per_bit, t.static_mw_per_gib]
+        };
+        for (a, b) in energy(slow).iter().zip(energy(fast)) {
+            assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+        }
+        assert_eq!((slow.channels, slow.banks, slow.endurance_writes), (fast.channels, fast.banks, 0));
         assert_eq!(base.machine.tiers.slow.read_miss_ns, 1000.0);
         // Later layers still win over both presets.
         let c = load(Some("thermostat-emulated"), &["machine.tiers.slow.read_miss_ns=500.0"]).unwrap();
