@@ -11,16 +11,7 @@ periods were over target.
 import json
 import sys
 
-
-def cycle_at(run, refs):
-    """Cycle at which the run had issued `refs` references (linear within an epoch)."""
-    done, start = 0, 0
-    for e in run["epochs"]:
-        if done + e["references"] >= refs and e["references"] > 0:
-            return start + (e["end_cycle"] - start) * (refs - done) / e["references"]
-        done += e["references"]
-        start = e["end_cycle"]
-    return run["summary"]["cycles"]
+from thermostat_summary import cycle_at
 
 
 def main():
