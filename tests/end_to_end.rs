@@ -348,14 +348,14 @@ fn copy_policies_pass_verify_on_every_workload_while_copies_churn() {
             assert_eq!(c.bitmap_checks > 0, policy == "rainbow", "{what}");
             // The policy's list of copies never holds more than DRAM can (each copy once).
             let fast_frames = r.tiers[0].capacity_bytes >> 12;
-            assert!(c.copies_held <= fast_frames, "{what}");
+            assert!(c.copy_frames_held <= fast_frames, "{what}");
             for h in p["per_interval"].as_array().unwrap() {
                 let held = h["copies_held"].as_u64().unwrap();
                 assert!(held * frames_per_copy <= fast_frames, "{what}: {held} copies listed at {h}");
             }
             if *workload == churn {
-                // copies_held counts base frames; copies_made counts copies.
-                let held = c.copies_held / frames_per_copy;
+                // The machine counts frames held by copies; copies_made counts copies.
+                let held = c.copy_frames_held / frames_per_copy;
                 assert!(
                     c.copies_made > held && c.dirty_drops > 0,
                     "{what}: made {}, held {held}, dirty drops {}: copies must be dirtied, evicted and made again",

@@ -144,8 +144,8 @@ pub struct CopyStats {
     /// Writes of the 8-byte pointer (and its restore) and of bitmap lines, and their cycles.
     pub metadata_writes: u64,
     pub metadata_cycles: u64,
-    /// Copies held at the end.
-    pub copies_held: u64,
+    /// Base (4 KiB) frames held by copies at the end: a 2 MiB copy holds 512.
+    pub copy_frames_held: u64,
 }
 
 /// The copy table: which fast frame copies which slow frame.

@@ -363,7 +363,7 @@ impl Report {
                 .map(|t| TenantReport { kind: t.kind, frames_per_tier: t.frames_in.clone(), fast_quota_frames: t.fast_quota })
                 .collect(),
             mechanisms: m.mech.clone(),
-            copies: m.copies.as_ref().map(|c| CopyStats { copies_held: c.held(), ..c.stats.clone() }),
+            copies: m.copies.as_ref().map(|c| CopyStats { copy_frames_held: c.held(), ..c.stats.clone() }),
             breakdown: m.copies.as_ref().map(|c| breakdown(m, &c.stats)),
             policy_report,
             slowdown: None,

@@ -58,8 +58,8 @@ pub fn run_summary(r: &Report) -> String {
     if let Some(c) = &r.copies {
         let _ = writeln!(
             w,
-            "copies            {} made, {} dropped clean, {} written back, {} held; migration traffic {:.3}× footprint",
-            c.copies_made, c.clean_drops, c.dirty_drops, c.copies_held, s.migration_to_footprint
+            "copies            {} made, {} dropped clean, {} written back, {} frames held; migration traffic {:.3}× footprint",
+            c.copies_made, c.clean_drops, c.dirty_drops, c.copy_frames_held, s.migration_to_footprint
         );
         if c.bitmap_checks > 0 {
             let _ = writeln!(
