@@ -36,6 +36,7 @@ fn bad_input_names_the_field() {
     );
     bad(&["run", "--config", "/nonexistent/tiersim.toml"], "/nonexistent/tiersim.toml");
     bad(&["compare", "--policies", "all-fast,first-touch", "--baseline", "all-slow"], "--baseline");
+    bad(&["run", "--policy", "rainbow", "--footprint", "64MiB"], "machine.tiers.slow.capacity to at least \"65MiB\"");
     bad(&["run", "--warmup", "0.5"], "--warmup: only with --slowdown-vs");
     bad(&["run", "--slowdown-vs", "all-fast", "--warmup", "1.5"], "--warmup: must be a fraction");
     bad(&["compare", "--policies", "all-fast,first-touch", "--warmup", "0.5"], "--warmup");

@@ -275,12 +275,16 @@ impl Policy for Rainbow {
         let huge_frames = info.huge_page_bytes >> 12;
         let slow_frames = info.tier_frames[1];
         // §III-A: every page lives in an NVM superpage (plus the in-memory bitmap).
-        let needed = info.footprint_bytes.div_ceil(info.huge_page_bytes) * info.huge_page_bytes + slow_frames.div_ceil(8 * 4096) * 4096;
-        if needed > slow_frames << 12 {
+        let pages = info.footprint_bytes.div_ceil(info.huge_page_bytes) * info.huge_page_bytes;
+        let needed = |frames: u64| pages + frames.div_ceil(8 * 4096) * 4096;
+        if needed(slow_frames) > slow_frames << 12 {
+            // The bitmap grows with the tier; two rounds settle it (it is 1/32768 of it).
+            let enough = needed(needed(needed(slow_frames) >> 12) >> 12);
             anyhow::bail!(
-                "policy.rainbow: the footprint ({}) and the migration bitmap do not fit the slow tier ({}): Rainbow keeps every page in NVM superpages (§III-A); raise machine.tiers.slow.capacity",
+                "policy.rainbow: the footprint ({}) and the migration bitmap do not fit the slow tier ({}): Rainbow keeps every page in NVM superpages (§III-A); set machine.tiers.slow.capacity to at least \"{}\"",
                 Size(info.footprint_bytes),
-                Size(slow_frames << 12)
+                Size(slow_frames << 12),
+                Size(enough.div_ceil(1 << 20) << 20)
             );
         }
         let util = Utility::new(info, 4096, cfg.write_weight);
