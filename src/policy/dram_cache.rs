@@ -93,6 +93,69 @@ pub struct DramLists {
     dirty: Vec<u64>,
 }
 
+/// Accesses to each DRAM slot counted at the memory controller (Rainbow §III-C: the
+/// victim's side of Eq. 2; HSCC counts the same way): this interval's counts and the
+/// last interval's, which rank victims. A slot is `2^shift` base frames (a copy's
+/// size). Counters are reset through the lists of touched slots, not by sweeping.
+#[derive(Clone, Debug, Default)]
+pub struct SlotCounts {
+    base: u64,
+    shift: u32,
+    pub(super) count: Vec<u16>,
+    last: Vec<u16>,
+    pub(super) touched: Vec<u32>,
+    last_touched: Vec<u32>,
+}
+
+impl SlotCounts {
+    /// Counters for `frames` base frames from `base_pfn` on, in slots of `slot_frames`
+    /// (a power of two).
+    pub fn new(base_pfn: u64, frames: u64, slot_frames: u64) -> SlotCounts {
+        debug_assert!(slot_frames.is_power_of_two());
+        let slots = frames.div_ceil(slot_frames) as usize;
+        SlotCounts { base: base_pfn, shift: slot_frames.trailing_zeros(), count: vec![0; slots], last: vec![0; slots], ..Default::default() }
+    }
+
+    /// Adds `w` to the slot of frame `pfn` (saturating); frames outside are ignored.
+    #[inline]
+    pub fn add(&mut self, pfn: u64, w: u16) {
+        let i = pfn.wrapping_sub(self.base) >> self.shift;
+        if let Some(c) = self.count.get_mut(i as usize) {
+            if *c == 0 {
+                self.touched.push(i as u32);
+            }
+            *c = c.saturating_add(w);
+        }
+    }
+
+    /// Ends the interval: its counts become the last interval's, and counting restarts.
+    pub fn roll(&mut self) {
+        for &i in &self.last_touched {
+            self.last[i as usize] = 0;
+        }
+        for &i in &self.touched {
+            self.last[i as usize] = self.count[i as usize];
+            self.count[i as usize] = 0;
+        }
+        std::mem::swap(&mut self.last_touched, &mut self.touched);
+        self.touched.clear();
+    }
+
+    /// The last interval's count of the slot of frame `pfn` (0 outside).
+    pub fn last(&self, pfn: u64) -> u64 {
+        let i = pfn.wrapping_sub(self.base) >> self.shift;
+        self.last.get(i as usize).map_or(0, |&c| c as u64)
+    }
+}
+
+/// Keeps in `held` the fast frames that still hold a copy, each once (a dropped copy's
+/// frame may since hold a newer one).
+pub fn prune_held(held: &mut Vec<u64>, mech: &Mechanisms) {
+    held.retain(|&f| mech.copies().is_some_and(|c| c.original_of(f).is_some()));
+    held.sort_unstable();
+    held.dedup();
+}
+
 /// A victim: the copy's first fast frame and whether it is dirty.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Victim {

@@ -19,7 +19,7 @@
 //! The ICS'17 text itself was not reachable; its dynamic threshold adjustment is
 //! modelled as Rainbow's (raise while written-back traffic is seen).
 
-use super::dram_cache::{admit, Admit, DramLists, Threshold, Utility};
+use super::dram_cache::{admit, prune_held, Admit, DramLists, SlotCounts, Threshold, Utility};
 use super::{Policy, PolicyReport};
 use crate::machine::copies::{CopyMode, CopySpec};
 use crate::machine::placement::Placement;
@@ -51,16 +51,12 @@ pub struct Hscc<const HUGE: bool> {
     /// Base frames per page (1 or the huge-page frames).
     frames: u64,
     slow_base: u64,
-    fast_base: u64,
     /// Weighted references per slow page in this interval (saturating; HSCC keeps them
     /// in the TLB entry and PTE, whose width the papers do not give: 32 bits here).
     count: Vec<u32>,
     touched: Vec<u32>,
     /// Weighted references per fast page (copies) in this interval and the last one.
-    fast_count: Vec<u16>,
-    fast_last: Vec<u16>,
-    fast_touched: Vec<u32>,
-    fast_last_touched: Vec<u32>,
+    fast: SlotCounts,
     lists: DramLists,
     held: Vec<u64>,
     /// Nothing can be dropped until the next interval.
@@ -81,8 +77,8 @@ impl<const HUGE: bool> Hscc<HUGE> {
     #[cold]
     fn try_admit(&mut self, frame: u64, count: u64, mech: &mut Mechanisms) {
         let Owner::Data { tenant, addr } = mech.owner(frame) else { return };
-        let (last, base, frames) = (&self.fast_last, self.fast_base, self.frames);
-        let victim_count = |f: u64| last.get(((f - base) / frames) as usize).map_or(0, |&c| c as u64);
+        let fast = &self.fast;
+        let victim_count = |f: u64| fast.last(f);
         match admit(mech, &mut self.lists, &self.util, self.threshold.cycles, tenant, addr, count, self.frames, victim_count) {
             Admit::Copied(f) => {
                 self.copied += 1;
@@ -113,13 +109,9 @@ impl<const HUGE: bool> Policy for Hscc<HUGE> {
             trigger: 0,
             frames,
             slow_base: info.tier_base_pfn[1],
-            fast_base: info.tier_base_pfn[0],
             count: vec![0; info.tier_frames[1].div_ceil(frames) as usize],
             touched: Vec::new(),
-            fast_count: vec![0; info.tier_frames[0].div_ceil(frames) as usize],
-            fast_last: vec![0; info.tier_frames[0].div_ceil(frames) as usize],
-            fast_touched: Vec::new(),
-            fast_last_touched: Vec::new(),
+            fast: SlotCounts::new(info.tier_base_pfn[0], info.tier_frames[0], frames),
             lists: DramLists::default(),
             held: Vec::new(),
             full: false,
@@ -161,37 +153,19 @@ impl<const HUGE: bool> Policy for Hscc<HUGE> {
             }
             return;
         }
-        let f = pfn.wrapping_sub(self.fast_base) / self.frames;
-        if let Some(c) = self.fast_count.get_mut(f as usize) {
-            if *c == 0 {
-                self.fast_touched.push(f as u32);
-            }
-            *c = c.saturating_add(w16);
-        }
+        self.fast.add(pfn, w16);
     }
 
     fn on_epoch(&mut self, _now: u64, mech: &mut Mechanisms) {
         self.intervals += 1;
-        for &i in &self.fast_last_touched {
-            self.fast_last[i as usize] = 0;
-        }
-        for &i in &self.fast_touched {
-            self.fast_last[i as usize] = self.fast_count[i as usize];
-            self.fast_count[i as usize] = 0;
-        }
-        std::mem::swap(&mut self.fast_last_touched, &mut self.fast_touched);
-        self.fast_touched.clear();
+        self.fast.roll();
         for &i in &self.touched {
             self.count[i as usize] = 0;
         }
         self.touched.clear();
-        self.held.retain(|&f| mech.copies().is_some_and(|c| c.original_of(f).is_some()));
-        // A dropped copy's frame may hold a newer copy: list each frame once.
-        self.held.sort_unstable();
-        self.held.dedup();
-        let (last, base, frames) = (&self.fast_last, self.fast_base, self.frames);
-        let cp = mech.copies();
-        self.lists.rebuild(&self.held, |f| last[((f - base) / frames) as usize] as u64, |f| cp.is_some_and(|c| c.is_dirty(f, frames)));
+        prune_held(&mut self.held, mech);
+        let (fast, frames, cp) = (&self.fast, self.frames, mech.copies());
+        self.lists.rebuild(&self.held, |f| fast.last(f), |f| cp.is_some_and(|c| c.is_dirty(f, frames)));
         let drops = mech.copies().map_or(0, |c| c.stats.dirty_drops);
         let written_back = drops - self.dirty_drops_before;
         self.dirty_drops_before = drops;

@@ -26,7 +26,7 @@
 //! nothing (hardware). Migration work stalls the core that ends the interval, as the
 //! paper charges it to the application (Fig. 15).
 
-use super::dram_cache::{admit, Admit, DramLists, Threshold, Utility};
+use super::dram_cache::{admit, prune_held, Admit, DramLists, SlotCounts, Threshold, Utility};
 use super::{Policy, PolicyReport};
 use crate::machine::copies::{BitmapCacheConfig, CopyMode, CopySpec};
 use crate::machine::placement::Placement;
@@ -79,7 +79,6 @@ pub struct Rainbow {
     threshold: Threshold,
     huge_frames: u64,
     slow_base: u64,
-    fast_base: u64,
     /// Stage 1: NVM accesses per slow superpage in this interval.
     sp_count: Vec<u16>,
     sp_touched: Vec<u32>,
@@ -93,10 +92,7 @@ pub struct Rainbow {
     small_touched: Vec<u32>,
     /// Accesses per fast frame in this interval (DRAM-side counts of copies, for the
     /// victims of Eq. 2) and in the last one.
-    fast_count: Vec<u16>,
-    fast_last: Vec<u16>,
-    fast_touched: Vec<u32>,
-    fast_last_touched: Vec<u32>,
+    fast: SlotCounts,
     slow_frames: u64,
     lists: DramLists,
     held: Vec<u64>,
@@ -139,13 +135,7 @@ impl Observer for Rainbow {
             let v = (*c & SMALL_MAX) as u32 + w;
             *c = if v > SMALL_MAX as u32 { OVERFLOW | SMALL_MAX } else { (*c & OVERFLOW) | v as u16 };
         } else if e.tier == 0 {
-            let i = (pfn - self.fast_base) as usize;
-            if let Some(c) = self.fast_count.get_mut(i) {
-                if *c == 0 {
-                    self.fast_touched.push(i as u32);
-                }
-                *c = c.saturating_add(w.min(u16::MAX as u32) as u16);
-            }
+            self.fast.add(pfn, w.min(u16::MAX as u32) as u16);
         }
     }
 }
@@ -181,15 +171,14 @@ impl Rainbow {
             .map(|&i| (Self::small_value(self.small[i as usize]), self.small_frame(i as usize)))
             .collect();
         cands.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        let fast_base = self.fast_base;
         for (count, frame) in cands {
             let Some(cp) = mech.copies() else { return };
             if cp.copy_of(frame).is_some() {
                 continue;
             }
             let Owner::Data { tenant, addr } = mech.owner(frame) else { continue };
-            let last = &self.fast_last;
-            let victim_count = |f: u64| last.get((f - fast_base) as usize).map_or(0, |&c| c as u64);
+            let fast = &self.fast;
+            let victim_count = |f: u64| fast.last(f);
             let before = mech.copies().map_or(0, |c| c.stats.dirty_drops);
             match admit(mech, &mut self.lists, &self.util, self.threshold.cycles, tenant, addr, count, 1, victim_count) {
                 Admit::Copied(f) => {
@@ -295,17 +284,13 @@ impl Policy for Rainbow {
             util,
             huge_frames,
             slow_base: info.tier_base_pfn[1],
-            fast_base: info.tier_base_pfn[0],
             sp_count: vec![0; superpages],
             sp_touched: Vec::new(),
             sp_slot: vec![0; superpages],
             monitored: Vec::new(),
             small: vec![0; small_len],
             small_touched: Vec::new(),
-            fast_count: vec![0; info.tier_frames[0] as usize],
-            fast_last: vec![0; info.tier_frames[0] as usize],
-            fast_touched: Vec::new(),
-            fast_last_touched: Vec::new(),
+            fast: SlotCounts::new(info.tier_base_pfn[0], info.tier_frames[0], 1),
             slow_frames,
             lists: DramLists::default(),
             held: Vec::new(),
@@ -341,29 +326,14 @@ impl Policy for Rainbow {
     fn on_epoch(&mut self, _now: u64, mech: &mut Mechanisms) {
         self.intervals += 1;
         // This interval's DRAM-side counts rank the victims.
-        for &i in &self.fast_last_touched {
-            self.fast_last[i as usize] = 0;
-        }
-        for &i in &self.fast_touched {
-            self.fast_last[i as usize] = self.fast_count[i as usize];
-            self.fast_count[i as usize] = 0;
-        }
-        std::mem::swap(&mut self.fast_last_touched, &mut self.fast_touched);
-        self.fast_touched.clear();
+        self.fast.roll();
         let copies_before = self.copied;
-        self.held.retain(|&f| mech.copies().is_some_and(|c| c.original_of(f).is_some()));
-        // A dropped copy's frame may hold a newer copy: list each frame once.
-        self.held.sort_unstable();
-        self.held.dedup();
-        let (last, base) = (&self.fast_last, self.fast_base);
-        let cp = mech.copies();
-        self.lists.rebuild(&self.held, |f| last[(f - base) as usize] as u64, |f| cp.is_some_and(|c| c.is_dirty(f, 1)));
+        prune_held(&mut self.held, mech);
+        let (fast, cp) = (&self.fast, mech.copies());
+        self.lists.rebuild(&self.held, |f| fast.last(f), |f| cp.is_some_and(|c| c.is_dirty(f, 1)));
         self.writebacks_this_interval = 0;
         self.migrate_hot(mech);
-        self.held.retain(|&f| mech.copies().is_some_and(|c| c.original_of(f).is_some()));
-        // A dropped copy's frame may hold a newer copy: list each frame once.
-        self.held.sort_unstable();
-        self.held.dedup();
+        prune_held(&mut self.held, mech);
         self.threshold.end_interval(self.writebacks_this_interval);
         self.history.push(json!({
             "interval": self.intervals,
@@ -454,7 +424,7 @@ mod tests {
         let fast = |write| MemEvent { core: 0, paddr: 5 << 12, tier: 0, write, kind: MemKind::Demand, latency: 0 };
         feed(&mut r, fast(false), 1);
         feed(&mut r, fast(true), 1);
-        assert_eq!((r.fast_count[5], r.fast_touched.clone()), (4, vec![5]));
+        assert_eq!((r.fast.count[5], r.fast.touched.clone()), (4, vec![5]));
         // With the default weight 0 the weight is (171 − 28.5) / (19.5 − 13.5) = 23.75 → 24.
         assert_eq!(rainbow(2, true, 0).util.write_weight, 24);
     }
