@@ -41,6 +41,8 @@ def main():
     args = sys.argv[1:]
     start = 0.0
     if args[:1] == ["--from"]:
+        if len(args) < 2:
+            sys.exit("--from: needs a fraction in [0, 1)")
         start = float(args[1])
         args = args[2:]
     if len(args) < 2:
