@@ -3,7 +3,10 @@
 //! Layers, each depending only on those below it:
 //! - [`trace`] / [`workload`]: access records and the sources that produce them;
 //! - [`machine`]: TLBs, page tables, caches, memory tiers, frame allocator;
-//! - [`mechanism`]: what policies may ask of the machine, each with its cost;
+//! - [`mechanism`]: what policies may ask of the machine, each with its cost, on the
+//!   clock of the executor (core or background thread) that runs it;
+//! - [`monitor`]: what policies share — pacing, per-page access records, queues,
+//!   sorts, LRU lists, watermarks;
 //! - [`policy`]: one file per policy, decisions only;
 //! - [`engine`]: drives references through the machine, epochs, statistics;
 //! - [`report`], [`config`], [`cli`]: output, configuration, command line.
@@ -13,6 +16,7 @@ pub mod config;
 pub mod engine;
 pub mod machine;
 pub mod mechanism;
+pub mod monitor;
 pub mod policy;
 pub mod report;
 pub mod rng;

@@ -114,6 +114,11 @@ impl Capacity {
         raw.div_ceil(granule) * granule
     }
 
+    /// Whether the capacity is a share of the footprint (not an absolute size).
+    pub fn is_share(self) -> bool {
+        matches!(self, Capacity::Percent(_))
+    }
+
     pub fn parse(text: &str) -> Result<Capacity, String> {
         let t = text.trim();
         if let Some(p) = t.strip_suffix('%') {

@@ -36,10 +36,28 @@ fn bad_input_names_the_field() {
     );
     bad(&["run", "--config", "/nonexistent/tiersim.toml"], "/nonexistent/tiersim.toml");
     bad(&["compare", "--policies", "all-fast,first-touch", "--baseline", "all-slow"], "--baseline");
-    bad(&["run", "--policy", "rainbow", "--footprint", "64MiB"], "machine.tiers.slow.capacity to at least \"65MiB\"");
+    // An absolute slow tier must hold the footprint and Rainbow's migration bitmap.
+    bad(
+        &["run", "--policy", "rainbow", "--footprint", "64MiB", "--set", "machine.tiers.slow.capacity=\"64MiB\""],
+        "machine.tiers.slow.capacity to at least \"65MiB\"",
+    );
     bad(&["run", "--warmup", "0.5"], "--warmup: only with --slowdown-vs");
     bad(&["run", "--slowdown-vs", "all-fast", "--warmup", "1.5"], "--warmup: must be a fraction");
     bad(&["compare", "--policies", "all-fast,first-touch", "--warmup", "0.5"], "--warmup");
+}
+
+#[test]
+fn rainbow_runs_on_the_default_slow_tier() {
+    // The default slow tier is a share of the footprint: the machine adds Rainbow's
+    // migration bitmap to it (one 4 KiB frame per 128 MiB of slow tier).
+    let json = std::env::temp_dir().join(format!("tiersim-rainbow-default-{}.json", std::process::id()));
+    let out = tiersim(&["run", "--policy", "rainbow", "--footprint", "64MiB", "--refs", "200000", "--json", json.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).ok();
+    // 64 MiB of data plus the bitmap, rounded up to a 2 MiB huge page.
+    assert_eq!(r["tiers"][1]["capacity_bytes"].as_u64(), Some(66 << 20));
+    assert!(r["copies"]["bitmap_checks"].as_u64().unwrap() > 0);
 }
 
 #[test]

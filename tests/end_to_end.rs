@@ -340,7 +340,8 @@ fn copy_policies_pass_verify_on_every_workload_while_copies_churn() {
             let r = run(&cfg, &RunOptions { verify: true, progress: false }).unwrap_or_else(|e| panic!("{policy} on {workload}: {e}"));
             let what = format!("{policy} on {workload}");
             assert!(r.sim.verified_reads > 0, "{what}");
-            let c = r.copies.as_ref().unwrap_or_else(|| panic!("{what}: no copy statistics"));
+            let c: tiersim::machine::copies::CopyStats =
+                serde_json::from_value(r.redirect.get("copies").cloned().unwrap_or_else(|| panic!("{what}: no copy statistics"))).unwrap();
             let p = &r.policy_report;
             // Every copy the policy made is one the machine made.
             assert_eq!(p["pages_copied"].as_u64(), Some(c.copies_made), "{what}");

@@ -7,6 +7,7 @@ use crate::config::{Config, Sources, PRESETS};
 pub use crate::engine::RunFailed;
 use crate::engine::{self, RunOptions};
 use crate::policy::registry::{with_policy, PolicyVisitor, POLICIES};
+use crate::machine::Redirect;
 use crate::policy::Policy;
 use crate::report::{table, Report, Slowdown};
 use crate::workload::WORKLOADS;
@@ -203,7 +204,7 @@ struct Noop;
 
 impl PolicyVisitor for Noop {
     type Output = ();
-    fn visit<P: Policy>(self, _: &'static str) {}
+    fn visit<R: Redirect, P: Policy<R>>(self, _: &'static str) {}
 }
 
 /// Executes a parsed command line.
@@ -291,7 +292,7 @@ fn policies_text() -> Result<String> {
     struct Describe;
     impl PolicyVisitor for Describe {
         type Output = String;
-        fn visit<P: Policy>(self, _: &'static str) -> String {
+        fn visit<R: Redirect, P: Policy<R>>(self, _: &'static str) -> String {
             crate::policy::params::describe::<P::Config>()
         }
     }

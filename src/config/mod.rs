@@ -10,6 +10,7 @@
 
 use crate::machine::{MachineConfig, TenantKind};
 use crate::policy::registry::{with_policy, PolicyVisitor, POLICIES};
+use crate::machine::Redirect;
 use crate::policy::Policy;
 use crate::trace::Format;
 use crate::workload::WorkloadConfig;
@@ -311,7 +312,7 @@ impl Config {
     }
 
     /// The chosen policy's parameters, from `[policy.<name>]` over its defaults.
-    pub fn policy_config<P: Policy>(&self, name: &str) -> Result<P::Config> {
+    pub fn policy_config<R: Redirect, P: Policy<R>>(&self, name: &str) -> Result<P::Config> {
         match self.policy.params.get(name) {
             None => Ok(P::Config::default()),
             Some(v) => deserialize(v.clone(), &format!("policy.{name}")),
@@ -484,8 +485,8 @@ struct CheckParams<'a>(&'a Config);
 
 impl PolicyVisitor for CheckParams<'_> {
     type Output = Result<()>;
-    fn visit<P: Policy>(self, name: &'static str) -> Result<()> {
-        self.0.policy_config::<P>(name).map(|_| ())
+    fn visit<R: Redirect, P: Policy<R>>(self, name: &'static str) -> Result<()> {
+        self.0.policy_config::<R, P>(name).map(|_| ())
     }
 }
 
@@ -493,8 +494,8 @@ struct PolicyParams<'a>(&'a Config);
 
 impl PolicyVisitor for PolicyParams<'_> {
     type Output = Result<Value>;
-    fn visit<P: Policy>(self, name: &'static str) -> Result<Value> {
-        Ok(Value::try_from(self.0.policy_config::<P>(name)?)?)
+    fn visit<R: Redirect, P: Policy<R>>(self, name: &'static str) -> Result<Value> {
+        Ok(Value::try_from(self.0.policy_config::<R, P>(name)?)?)
     }
 }
 

@@ -2,8 +2,15 @@
 //! cores by their clocks (the core furthest behind goes next, as ChampSim and
 //! Ramulator do), calls the policy's hooks and epochs, and collects the report.
 //!
-//! `run::<P>` is generic over the policy: hooks inline into the per-reference loop.
-//! Sources are `Box<dyn Source>` but are called once per batch of references.
+//! `run_with::<R, P>` is generic over the policy and the machine's redirection
+//! structure: hooks inline into the per-reference loop. Sources are `Box<dyn Source>`
+//! but are called once per batch of references.
+//!
+//! Executors are scheduled by their clocks: the core or busy background thread
+//! furthest behind goes next and runs until it passes the next one, so a thread's
+//! work interleaves with the cores' references in simulated time. Epochs follow the
+//! slowest core; boundaries it crossed at once (a long stall) are one `on_epoch`
+//! call that says how many.
 //!
 //! A core replays either a synthetic workload or a trace. Before the machine is
 //! built, every trace is measured (its native trailer, or one streaming pass) for
@@ -13,10 +20,10 @@
 //! per-reference loop itself does no checking.
 
 use crate::config::{Config, WorkloadSlot};
-use crate::machine::{Machine, MachineInfo, TenantKind};
-use crate::mechanism::Mechanisms;
+use crate::machine::{Build, Machine, MachineInfo, Redirect, TenantKind, TierId};
+use crate::mechanism::{Mechanisms, Runtime, ThreadId};
 use crate::policy::registry::{with_policy, PolicyVisitor};
-use crate::policy::{Policy, PolicyReport};
+use crate::policy::{Epoch, FastTier, Policy, PolicyReport};
 use crate::report::{EpochRecord, Report};
 use crate::trace::{Access, Source};
 use anyhow::{bail, Result};
@@ -71,8 +78,8 @@ struct Runner<'a> {
 
 impl PolicyVisitor for Runner<'_> {
     type Output = Result<Report>;
-    fn visit<P: Policy>(self, name: &'static str) -> Result<Report> {
-        run_with::<P>(self.cfg, name, self.opts)
+    fn visit<R: Redirect, P: Policy<R>>(self, name: &'static str) -> Result<Report> {
+        run_with::<R, P>(self.cfg, name, self.opts)
     }
 }
 
@@ -186,7 +193,7 @@ fn measure_traces(slots: &[WorkloadSlot]) -> Result<Vec<Option<SlotTrace>>> {
         .collect()
 }
 
-fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Report> {
+fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Report> {
     let slots = cfg.slots()?;
     let traces = measure_traces(&slots)?;
     let footprint: u64 = slots
@@ -226,30 +233,28 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
         }
         feed.tenant = s.tenant;
     }
-    let info = MachineInfo::planned(&cfg.machine, footprint, total_refs);
-    let mut policy = P::new(cfg.policy_config::<P>(name)?, &info)?;
-    // A policy defined for one page size runs with it, and the report says so.
-    let with_thp;
-    let cfg = match policy.thp() {
-        Some(thp) if thp != cfg.machine.page_table.thp => {
-            let mut c = cfg.clone();
-            c.machine.page_table.thp = thp;
-            with_thp = c;
-            &with_thp
-        }
-        _ => cfg,
+    let pcfg = cfg.policy_config::<R, P>(name)?;
+    let req = P::requirements(&pcfg);
+    let build = Build {
+        tenants: kinds,
+        footprint,
+        total_refs,
+        thp: req.page_size.thp(cfg.machine.page_table.thp),
+        placement: req.placement,
+        fast_holds_footprint: req.fast_tier == FastTier::HoldsFootprint,
+        redirect: req.redirect.clone(),
+        verify: opts.verify,
     };
-    let mut machine = Machine::new(&cfg.machine, &kinds, footprint, policy.placement(), policy.fast_tier_unlimited(), opts.verify)?;
-    if let Some(spec) = policy.copies() {
-        machine.enable_copies(&spec).map_err(|e| anyhow::anyhow!("policy {name}: {e}"))?;
-    }
-    machine.total_refs = total_refs;
+    let info = MachineInfo::plan::<R>(&cfg.machine, &build).map_err(|e| in_policy(name, e))?;
+    let mut policy = P::new(pcfg, &info)?;
+    let mut machine = Machine::<R>::new(&cfg.machine, &build).map_err(|e| in_policy(name, e))?;
+    let mut rt = Runtime::new(&req.threads, cfg.machine.cores);
     // A tenant's initial share of the fast tier becomes its fast-tier quota (HMM-V's
     // per-VM DRAM); policies may change it at run time.
-    let fast_frames = machine.alloc.frames(0);
+    let fast_frames = machine.info().tier(TierId::FAST).frames;
     for s in &slots {
         if let Some(share) = s.fast_share {
-            machine.tenants[s.tenant as usize].fast_quota = Some((share * fast_frames as f64) as u64);
+            machine.set_fast_quota(s.tenant, Some((share * fast_frames as f64) as u64));
         }
     }
     let check = cfg.engine.check_invariants || opts.verify;
@@ -268,10 +273,33 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
         }
     }
     while !active.is_empty() {
-        // The core furthest behind runs until it passes the next one (or the epoch end).
-        let (i, &core) = active.iter().enumerate().min_by_key(|&(_, &c)| (machine.cores[c].clock, c)).expect("non-empty");
-        let next_other = active.iter().filter(|&&c| c != core).map(|&c| machine.cores[c].clock).min().unwrap_or(u64::MAX);
-        let limit = next_other.min(next_epoch);
+        // The executor furthest behind goes next: a core, or a background thread with
+        // work queued (ties go to cores, then to the lower index).
+        let (i, &core) = active.iter().enumerate().min_by_key(|&(_, &c)| (machine.cores()[c].clock, c)).expect("non-empty");
+        let core_clock = machine.cores()[core].clock;
+        let thread = rt.threads.next_busy().filter(|&(clock, _)| clock < core_clock);
+        if let Some((_, t)) = thread {
+            // It runs until it passes the slowest core (or another thread).
+            let others = rt.threads.next_busy_except(t).map_or(u64::MAX, |(c, _)| c);
+            let limit = core_clock.min(others);
+            loop {
+                if let Some(done) = rt.threads.step(&mut machine, &mut rt.limits, t, &mut policy) {
+                    policy.on_job_done(&done, &mut Mechanisms::on_thread(&mut machine, &mut rt, ThreadId(t as u16)));
+                }
+                if let Some(e) = machine.take_error() {
+                    return Err(failed(e));
+                }
+                match rt.threads.next_busy() {
+                    Some((clock, u)) if u == t && clock < limit => {}
+                    _ => break,
+                }
+            }
+            continue;
+        }
+        // The core runs until it passes the next executor (or the epoch end).
+        let next_other = active.iter().filter(|&&c| c != core).map(|&c| machine.cores()[c].clock).min().unwrap_or(u64::MAX);
+        let next_thread = rt.threads.next_busy().map_or(u64::MAX, |(clock, _)| clock);
+        let limit = next_other.min(next_thread).min(next_epoch);
         let feed = &mut feeds[core];
         let mut exhausted = false;
         loop {
@@ -287,32 +315,36 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
                 machine.prefetch_far(core, far);
             }
             let out = machine.access(core, &a, &mut policy);
-            policy.on_reference(&a, &out, &mut Mechanisms::new(&mut machine, core));
+            policy.on_reference(&a, &out, &mut Mechanisms::on_core(&mut machine, &mut rt, core));
             done_refs += 1;
-            if machine.cores[core].clock >= limit {
+            // A job handed to a thread just now must be scheduled beside the core.
+            if machine.cores()[core].clock >= limit || rt.threads.woken() {
                 break;
             }
         }
-        if let Some(e) = machine.error.take() {
+        if let Some(e) = machine.take_error() {
             return Err(failed(e));
         }
         if exhausted {
             active.swap_remove(i);
         }
-        loop {
-            let behind = active.iter().map(|&c| (machine.cores[c].clock, c)).min();
-            let Some((_, c)) = behind.filter(|&(clock, _)| clock >= next_epoch) else { break };
-            policy.on_epoch(next_epoch, &mut Mechanisms::new(&mut machine, c));
-            if let Some(e) = machine.error.take() {
+        // Epoch boundaries the slowest core has crossed: one call for all of them.
+        let behind = active.iter().map(|&c| (machine.cores()[c].clock, c)).min();
+        if let Some((clock, c)) = behind.filter(|&(clock, _)| clock >= next_epoch) {
+            let crossed = (clock - next_epoch) / epoch + 1;
+            let boundary = next_epoch + (crossed - 1) * epoch;
+            let e = Epoch { now: boundary, boundaries: crossed, index: boundary / epoch };
+            policy.on_epoch(&e, &mut Mechanisms::on_core(&mut machine, &mut rt, c));
+            if let Some(e) = machine.take_error() {
                 return Err(failed(e));
             }
             if check {
                 if let Err(e) = machine.check_invariants() {
-                    return Err(failed(format!("invariant broken at cycle {next_epoch} (policy {name}): {e}")));
+                    return Err(failed(format!("invariant broken at cycle {boundary} (policy {name}): {e}")));
                 }
             }
-            epochs.push(EpochRecord::take(&machine, next_epoch, &mut last));
-            next_epoch += epoch;
+            epochs.push(EpochRecord::take(&machine, boundary, &mut last));
+            next_epoch = boundary + epoch;
         }
         progress.update(done_refs);
     }
@@ -329,9 +361,19 @@ fn run_with<P: Policy>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Re
     }
     let mut policy_report = PolicyReport::new();
     policy.report(&mut policy_report);
-    let mut report = Report::build(cfg, name, &slots, &machine, epochs, policy_report, wall, opts.verify);
+    let mut report = Report::build(cfg, name, &slots, &machine, rt.threads.report(), epochs, policy_report, wall, opts.verify);
     report.malformed_lines_skipped = feeds.iter().map(|f| f.skipped).sum();
     Ok(report)
+}
+
+/// A build error of a policy's machine, naming the policy.
+fn in_policy(name: &str, e: anyhow::Error) -> anyhow::Error {
+    let msg = e.to_string();
+    if msg.starts_with("machine.") {
+        e
+    } else {
+        anyhow::anyhow!("policy {name}: {msg}")
+    }
 }
 
 /// A one-line progress bar on stderr, for runs longer than a second, only when both

@@ -10,6 +10,8 @@
 /// A colour: the frames whose tier-local number has `(frame & mask) == value`. The
 /// mask is over frame-number bits, i.e. tier-local physical-address bits shifted right
 /// by 12 (the same as global bits below the 1 GiB tier alignment).
+use super::TierId;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Colour {
     pub mask: u64,
@@ -101,16 +103,17 @@ impl FrameAllocator {
     }
 
     /// First frame number of tier `t`.
-    pub fn base(&self, t: usize) -> u64 {
-        self.tiers[t].base
+    pub fn base(&self, t: TierId) -> u64 {
+        self.tiers[t.index()].base
     }
 
-    pub fn frames(&self, t: usize) -> u64 {
-        self.tiers[t].frames
+    /// Capacity of tier `t` in base frames.
+    pub fn frames(&self, t: TierId) -> u64 {
+        self.tiers[t.index()].frames
     }
 
-    pub fn free_frames(&self, t: usize) -> u64 {
-        self.tiers[t].free
+    pub fn free_frames(&self, t: TierId) -> u64 {
+        self.tiers[t.index()].free
     }
 
     /// One past the highest frame number of any tier.
@@ -120,18 +123,18 @@ impl FrameAllocator {
 
     /// The tier owning frame `pfn`, if any.
     #[inline]
-    pub fn tier_of(&self, pfn: u64) -> Option<usize> {
-        self.tiers.iter().position(|t| pfn >= t.base && pfn < t.base + t.frames)
+    pub fn tier_of(&self, pfn: u64) -> Option<TierId> {
+        self.tiers.iter().position(|t| pfn >= t.base && pfn < t.base + t.frames).map(|t| TierId(t as u8))
     }
 
     /// Whether `pfn` is a free frame.
     pub fn is_free(&self, pfn: u64) -> bool {
-        self.tier_of(pfn).is_some_and(|t| self.tiers[t].is_free(pfn - self.tiers[t].base))
+        self.tier_of(pfn).is_some_and(|t| self.tiers[t.index()].is_free(pfn - self.base(t)))
     }
 
     /// Allocates one base frame of `colour` in tier `t`.
-    pub fn alloc(&mut self, t: usize, colour: Colour) -> Option<u64> {
-        let tier = &mut self.tiers[t];
+    pub fn alloc(&mut self, t: TierId, colour: Colour) -> Option<u64> {
+        let tier = &mut self.tiers[t.index()];
         if tier.free == 0 {
             return None;
         }
@@ -156,9 +159,9 @@ impl FrameAllocator {
 
     /// Allocates a naturally aligned huge frame (all its base frames free) in tier `t`;
     /// returns its first frame number.
-    pub fn alloc_huge(&mut self, t: usize) -> Option<u64> {
+    pub fn alloc_huge(&mut self, t: TierId) -> Option<u64> {
         let n = self.huge_frames;
-        let tier = &mut self.tiers[t];
+        let tier = &mut self.tiers[t.index()];
         let groups = tier.frames / n;
         if tier.free < n || groups == 0 {
             return None;
@@ -185,7 +188,7 @@ impl FrameAllocator {
     /// Returns base frame `pfn` to its tier.
     pub fn free(&mut self, pfn: u64) {
         let t = self.tier_of(pfn).expect("freeing a frame outside every tier");
-        let tier = &mut self.tiers[t];
+        let tier = &mut self.tiers[t.index()];
         let local = pfn - tier.base;
         assert!(!tier.is_free(local), "double free of frame {pfn}");
         tier.set(local, true);
@@ -203,27 +206,28 @@ impl FrameAllocator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    const T0: TierId = TierId(0);
 
     #[test]
     fn tiers_are_aligned_and_disjoint() {
         let a = FrameAllocator::new(&[100, 300_000, 10], 512);
-        assert_eq!(a.base(0), 0);
-        assert_eq!(a.base(1), TIER_ALIGN_FRAMES);
+        assert_eq!(a.base(TierId(0)), 0);
+        assert_eq!(a.base(TierId(1)), TIER_ALIGN_FRAMES);
         // 300 000 frames need two 1 GiB strides.
-        assert_eq!(a.base(2), 3 * TIER_ALIGN_FRAMES);
-        assert_eq!(a.tier_of(99), Some(0));
+        assert_eq!(a.base(TierId(2)), 3 * TIER_ALIGN_FRAMES);
+        assert_eq!(a.tier_of(99), Some(TierId(0)));
         assert_eq!(a.tier_of(100), None);
-        assert_eq!(a.tier_of(TIER_ALIGN_FRAMES + 5), Some(1));
+        assert_eq!(a.tier_of(TIER_ALIGN_FRAMES + 5), Some(TierId(1)));
     }
 
     #[test]
     fn allocates_until_full_then_refuses() {
         let mut a = FrameAllocator::new(&[3], 512);
-        let got: Vec<_> = (0..3).map(|_| a.alloc(0, Colour::ANY).unwrap()).collect();
+        let got: Vec<_> = (0..3).map(|_| a.alloc(T0, Colour::ANY).unwrap()).collect();
         assert_eq!(got, vec![0, 1, 2]);
-        assert_eq!(a.alloc(0, Colour::ANY), None);
+        assert_eq!(a.alloc(T0, Colour::ANY), None);
         a.free(1);
-        assert_eq!(a.alloc(0, Colour::ANY), Some(1));
+        assert_eq!(a.alloc(T0, Colour::ANY), Some(1));
     }
 
     #[test]
@@ -231,25 +235,25 @@ mod tests {
         // Colour = frame bits 0–1 (e.g. 4 bank colours); ask for colour 3 four times.
         let mut a = FrameAllocator::new(&[64], 512);
         let c = Colour { mask: 0b11, value: 0b11 };
-        let got: Vec<_> = (0..4).map(|_| a.alloc(0, c).unwrap()).collect();
+        let got: Vec<_> = (0..4).map(|_| a.alloc(T0, c).unwrap()).collect();
         assert_eq!(got, vec![3, 7, 11, 15]);
         assert!(got.iter().all(|&f| c.matches(f)));
-        assert_eq!(a.free_frames(0), 60);
+        assert_eq!(a.free_frames(TierId(0)), 60);
     }
 
     #[test]
     fn huge_frames_need_a_whole_free_aligned_group() {
         let mut a = FrameAllocator::new(&[2048], 512);
-        a.alloc(0, Colour::ANY); // frame 0 taken: group 0 is no longer whole
-        assert_eq!(a.alloc_huge(0), Some(512));
-        assert_eq!(a.alloc_huge(0), Some(1024));
-        assert_eq!(a.alloc_huge(0), Some(1536));
-        assert_eq!(a.alloc_huge(0), None);
+        a.alloc(T0, Colour::ANY); // frame 0 taken: group 0 is no longer whole
+        assert_eq!(a.alloc_huge(TierId(0)), Some(512));
+        assert_eq!(a.alloc_huge(TierId(0)), Some(1024));
+        assert_eq!(a.alloc_huge(TierId(0)), Some(1536));
+        assert_eq!(a.alloc_huge(TierId(0)), None);
         a.free_huge(1024);
-        assert_eq!(a.alloc_huge(0), Some(1024));
+        assert_eq!(a.alloc_huge(TierId(0)), Some(1024));
         // 512 KiB huge pages: 128-frame groups.
         let mut b = FrameAllocator::new(&[256], 128);
-        assert_eq!(b.alloc_huge(0), Some(0));
-        assert_eq!(b.alloc_huge(0), Some(128));
+        assert_eq!(b.alloc_huge(TierId(0)), Some(0));
+        assert_eq!(b.alloc_huge(TierId(0)), Some(128));
     }
 }

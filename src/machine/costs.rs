@@ -37,6 +37,16 @@ pub struct CostConfig {
     /// Latency of the minor fault that maps a page on first touch, in ns. 0 by default:
     /// a trace is usually a window of a longer run, and every policy would pay the same.
     pub page_fault_ns: f64,
+    /// Line reads a CPU copy keeps in flight (a core's foreground handler or a kernel
+    /// thread copying a page): an assumption, the L2 misses a core can have
+    /// outstanding while its hardware prefetcher streams a copy (16 superqueue entries
+    /// on Intel's Skylake-generation cores; 10 L1 fill buffers bound plain demand
+    /// misses). A copy then moves at most this many lines per read latency, and at
+    /// most what the channels' bandwidth allows.
+    pub cpu_copy_lines_in_flight: u32,
+    /// Line reads a copy engine (DMA) keeps in flight: an assumption, enough to stream
+    /// at channel bandwidth on the tiers modelled here.
+    pub engine_copy_lines_in_flight: u32,
 }
 
 impl Default for CostConfig {
@@ -51,6 +61,8 @@ impl Default for CostConfig {
             scan_pte_cycles: 20,
             poison_fault_ns: 1000.0,
             page_fault_ns: 0.0,
+            cpu_copy_lines_in_flight: 16,
+            engine_copy_lines_in_flight: 64,
         }
     }
 }
@@ -66,6 +78,12 @@ impl CostConfig {
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 anyhow::bail!("machine.costs.{name}: must be a non-negative number, got {v}");
+            }
+        }
+        let most = super::memory::MAX_IN_FLIGHT as u32;
+        for (name, v) in [("cpu_copy_lines_in_flight", self.cpu_copy_lines_in_flight), ("engine_copy_lines_in_flight", self.engine_copy_lines_in_flight)] {
+            if !(1..=most).contains(&v) {
+                anyhow::bail!("machine.costs.{name}: must be between 1 and {most}, got {v}");
             }
         }
         Ok(())

@@ -11,9 +11,20 @@
 //!
 //! Nodes live in one `Vec<u64>` in chunks of 512 entries (4 KiB, one frame each), so
 //! a leaf costs 8 bytes of host memory per mapped base page.
+//!
+//! # Page numbers
+//! Every huge-page-sized region of the address space gets a *region number* the first
+//! time anything in it is mapped, from a counter its [`NodeFrames`] keeps (so numbers
+//! can be unique across tables). A base page's [page number](PageTable::page_number)
+//! is `region × base pages per huge page + its index in the region`: dense, never
+//! reused, and independent of how the region is mapped, so that per-page records kept
+//! in arrays survive splits, merges and migrations. The numbers sit beside the
+//! level-2 nodes (4 bytes per level-2 entry), not in the entries.
 
 /// Entry bit: the entry is valid.
 pub const PRESENT: u64 = 1;
+use std::ops::ControlFlow;
+
 /// Entry bit: the page was accessed since the bit was last cleared.
 pub const ACCESSED: u64 = 2;
 /// Entry bit: the page was written since the bit was last cleared.
@@ -51,6 +62,18 @@ pub struct Leaf {
     pub huge: bool,
 }
 
+/// A leaf met by [`PageTable::for_each_leaf`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeafAt {
+    /// Virtual (managed-space) address of the page's first byte.
+    pub addr: u64,
+    /// Index in the entry store.
+    pub slot: usize,
+    /// Page number of the page's first base page (see the module documentation).
+    pub page: u64,
+    pub huge: bool,
+}
+
 #[derive(Clone, Debug)]
 pub struct PageTable {
     entries: Vec<u64>,
@@ -63,12 +86,22 @@ pub struct PageTable {
     root_chunks: usize,
     /// Number of page-table frames in use (nodes × chunks).
     frames_in_use: u64,
+    /// Per chunk: where its entries' region numbers start in `regions` when it is a
+    /// level-2 node, else [`NO_REGIONS`].
+    region_base: Vec<u32>,
+    /// Region number + 1 of every level-2 entry (0 = nothing mapped there yet).
+    regions: Vec<u32>,
 }
 
+const NO_REGIONS: u32 = u32::MAX;
+
 /// A page-table frame allocator: returns a frame number or `None` when memory is full.
+/// It also numbers regions (see the module documentation).
 pub trait NodeFrames {
     fn alloc_node_frame(&mut self) -> Option<u64>;
     fn free_node_frame(&mut self, frame: u64);
+    /// A new region number.
+    fn new_region(&mut self) -> u32;
 }
 
 impl PageTable {
@@ -85,11 +118,13 @@ impl PageTable {
             va_bits,
             root_chunks: 0,
             frames_in_use: 0,
+            region_base: Vec::new(),
+            regions: Vec::new(),
         };
         let top_entries = 1usize << pt.bits(levels);
         pt.root_chunks = top_entries.div_ceil(CHUNK);
         for _ in 0..pt.root_chunks {
-            pt.new_chunk(frames)?;
+            pt.new_chunk(levels, frames)?;
         }
         Some(pt)
     }
@@ -139,17 +174,73 @@ impl PageTable {
         self.chunk_frame[slot / CHUNK] << 12 | ((slot % CHUNK) as u64) << 3
     }
 
-    fn new_chunk(&mut self, frames: &mut impl NodeFrames) -> Option<usize> {
+    /// A new node for `level`.
+    fn new_chunk(&mut self, level: u32, frames: &mut impl NodeFrames) -> Option<usize> {
         let frame = frames.alloc_node_frame()?;
         self.frames_in_use += 1;
-        if let Some(c) = self.free_chunks.pop() {
-            self.chunk_frame[c as usize] = frame;
-            self.entries[c as usize * CHUNK..][..CHUNK].fill(0);
-            return Some(c as usize);
+        let c = match self.free_chunks.pop() {
+            Some(c) => {
+                self.chunk_frame[c as usize] = frame;
+                self.entries[c as usize * CHUNK..][..CHUNK].fill(0);
+                c as usize
+            }
+            None => {
+                self.chunk_frame.push(frame);
+                self.region_base.push(NO_REGIONS);
+                self.entries.resize(self.entries.len() + CHUNK, 0);
+                self.chunk_frame.len() - 1
+            }
+        };
+        // Only level-1 nodes are ever freed, and they have no region numbers.
+        self.region_base[c] = if level == 2 {
+            self.regions.resize(self.regions.len() + CHUNK, 0);
+            (self.regions.len() - CHUNK) as u32
+        } else {
+            NO_REGIONS
+        };
+        Some(c)
+    }
+
+    /// Numbers the region of level-2 entry `index` of level-2 node `chunk`, if it has
+    /// no number yet.
+    fn number_region(&mut self, chunk: usize, index: usize, frames: &mut impl NodeFrames) {
+        let r = &mut self.regions[self.region_base[chunk] as usize + index];
+        if *r == 0 {
+            *r = frames.new_region() + 1;
         }
-        self.chunk_frame.push(frame);
-        self.entries.resize(self.entries.len() + CHUNK, 0);
-        Some(self.chunk_frame.len() - 1)
+    }
+
+    /// Base pages per huge-page-sized region.
+    #[inline]
+    fn region_pages(&self) -> u64 {
+        1 << (self.huge_shift - 12)
+    }
+
+    /// The first page number of the region under level-2 entry `index` of node
+    /// `chunk`, if it is numbered.
+    #[inline]
+    fn region_first_page(&self, chunk: usize, index: usize) -> Option<u64> {
+        match self.regions[self.region_base[chunk] as usize + index] {
+            0 => None,
+            r => Some((r as u64 - 1) * self.region_pages()),
+        }
+    }
+
+    /// The page number of the base page holding `va` (see the module documentation),
+    /// if anything in its region was ever mapped.
+    pub fn page_number(&self, va: u64) -> Option<u64> {
+        let mut base = 0usize;
+        let mut level = self.levels;
+        while level > 2 {
+            let e = self.entries[base + self.index(va, level)];
+            if e & PRESENT == 0 {
+                return None;
+            }
+            base = (e >> 12) as usize * CHUNK;
+            level -= 1;
+        }
+        let first = self.region_first_page(base / CHUNK, self.index(va, 2))?;
+        Some(first + ((va >> 12) & (self.region_pages() - 1)))
     }
 
     fn free_chunk(&mut self, chunk: usize, frames: &mut impl NodeFrames) {
@@ -200,18 +291,22 @@ impl PageTable {
     }
 
     /// The slot of the level-`stop` entry covering `va`, creating missing nodes above it.
+    /// Numbers the region it passes at level 2.
     fn slot_at(&mut self, va: u64, stop: u32, frames: &mut impl NodeFrames) -> Option<usize> {
         let mut base = 0usize;
         let mut level = self.levels;
         loop {
             let slot = base + self.index(va, level);
+            if level == 2 {
+                self.number_region(base / CHUNK, self.index(va, 2), frames);
+            }
             if level == stop {
                 return Some(slot);
             }
             let e = self.entries[slot];
             debug_assert!(e & HUGE == 0, "descending through a huge leaf");
             let child = if e & PRESENT == 0 {
-                let c = self.new_chunk(frames)?;
+                let c = self.new_chunk(level - 1, frames)?;
                 self.entries[slot] = (c as u64) << 12 | PRESENT;
                 c
             } else {
@@ -254,7 +349,7 @@ impl PageTable {
     pub fn split(&mut self, va: u64, frames: &mut impl NodeFrames) -> Option<usize> {
         let slot = self.walk(va, None).filter(|l| l.huge)?.slot;
         let e = self.entries[slot];
-        let chunk = self.new_chunk(frames)?;
+        let chunk = self.new_chunk(1, frames)?;
         let base_pfn = e >> 12;
         let flags = e & FLAG_MASK & !HUGE;
         let n = 1usize << (self.huge_shift - 12);
@@ -292,13 +387,27 @@ impl PageTable {
         self.entries[slot] = huge_pfn << 12 | PRESENT | HUGE | (flags & FLAG_MASK);
     }
 
-    /// Calls `f(va, slot)` for every present leaf whose page starts in [`start`, `end`),
-    /// in address order.
-    pub fn for_each_leaf(&self, start: u64, end: u64, f: &mut impl FnMut(u64, usize)) {
-        self.visit(0, self.levels, 0, start, end, f);
+    /// Calls `f(leaf)` for every present leaf whose page starts in [`start`, `end`), in
+    /// address order, until `f` returns `Break`. Returns the address after the last
+    /// page visited when `f` stopped the walk, or `None` when it went to the end.
+    pub fn for_each_leaf(&self, start: u64, end: u64, f: &mut impl FnMut(LeafAt) -> ControlFlow<()>) -> Option<u64> {
+        match self.visit(0, self.levels, 0, 0, start, end, f) {
+            ControlFlow::Break(next) => Some(next),
+            ControlFlow::Continue(()) => None,
+        }
     }
 
-    fn visit(&self, base: usize, level: u32, va_base: u64, start: u64, end: u64, f: &mut impl FnMut(u64, usize)) {
+    #[allow(clippy::too_many_arguments)]
+    fn visit(
+        &self,
+        base: usize,
+        level: u32,
+        va_base: u64,
+        first_page: u64,
+        start: u64,
+        end: u64,
+        f: &mut impl FnMut(LeafAt) -> ControlFlow<()>,
+    ) -> ControlFlow<u64> {
         let shift = self.shift(level);
         let span = 1u64 << shift;
         let n = 1usize << self.bits(level);
@@ -315,14 +424,20 @@ impl PageTable {
             if e & PRESENT == 0 {
                 continue;
             }
+            let page = match level {
+                2 => self.region_first_page(base / CHUNK, i).unwrap_or(0),
+                1 => first_page + i as u64,
+                _ => 0,
+            };
             if level == 1 || e & HUGE != 0 {
-                if va >= start {
-                    f(va, slot);
+                if va >= start && f(LeafAt { addr: va, slot, page, huge: e & HUGE != 0 }).is_break() {
+                    return ControlFlow::Break(va + span);
                 }
             } else {
-                self.visit((e >> 12) as usize * CHUNK, level - 1, va, start, end, f);
+                self.visit((e >> 12) as usize * CHUNK, level - 1, va, page, start, end, f)?;
             }
         }
+        ControlFlow::Continue(())
     }
 }
 
@@ -330,10 +445,11 @@ impl PageTable {
 mod tests {
     use super::*;
 
-    /// Hands out frames 1000, 1001, … and records frees.
+    /// Hands out frames 1000, 1001, …, records frees, numbers regions 0, 1, ….
     struct Frames {
         next: u64,
         freed: Vec<u64>,
+        regions: u32,
     }
     impl NodeFrames for Frames {
         fn alloc_node_frame(&mut self) -> Option<u64> {
@@ -343,11 +459,19 @@ mod tests {
         fn free_node_frame(&mut self, frame: u64) {
             self.freed.push(frame);
         }
+        fn new_region(&mut self) -> u32 {
+            self.regions += 1;
+            self.regions - 1
+        }
+    }
+
+    fn frames(next: u64) -> Frames {
+        Frames { next, freed: vec![], regions: 0 }
     }
 
     #[test]
     fn four_level_walk_reads_one_entry_per_level() {
-        let mut fr = Frames { next: 1000, freed: vec![] };
+        let mut fr = frames(1000);
         let mut pt = PageTable::new(4, 21, &mut fr).unwrap();
         // Root got frame 1000. va = PML4 index 1, PDPT 2, PD 3, PT 4, offset 0x10.
         let va: u64 = 1 << 39 | 2 << 30 | 3 << 21 | 4 << 12 | 0x10;
@@ -363,7 +487,7 @@ mod tests {
 
     #[test]
     fn huge_pages_walk_three_levels_and_split_and_merge() {
-        let mut fr = Frames { next: 0, freed: vec![] };
+        let mut fr = frames(0);
         let mut pt = PageTable::new(4, 21, &mut fr).unwrap();
         let va = 5u64 << 21;
         pt.map(va, 512, true, ACCESSED, &mut fr).unwrap();
@@ -378,7 +502,10 @@ mod tests {
         assert_eq!(pt.entry(leaf.slot) >> 12, 515);
         assert!(pt.entry(leaf.slot) & ACCESSED != 0);
         let mut count = 0;
-        pt.for_each_leaf(va, va + (2 << 20), &mut |_, _| count += 1);
+        pt.for_each_leaf(va, va + (2 << 20), &mut |_| {
+            count += 1;
+            ControlFlow::Continue(())
+        });
         assert_eq!(count, 512);
         // Merge back to a huge page at another frame: the level-1 node's frame is freed.
         let node_frames = pt.frames_in_use();
@@ -390,7 +517,7 @@ mod tests {
 
     #[test]
     fn geometry_with_512k_huge_pages_and_five_levels() {
-        let mut fr = Frames { next: 0, freed: vec![] };
+        let mut fr = frames(0);
         // 512 KiB pages: level 1 has 2^7 entries, the top level of 4 levels 2^11 (4 chunks).
         let mut pt = PageTable::new(4, 19, &mut fr).unwrap();
         assert_eq!(pt.frames_in_use(), 4);
@@ -405,5 +532,45 @@ mod tests {
         let mut path = WalkPath::default();
         pt5.walk(va, Some(&mut path)).unwrap();
         assert_eq!(path.len, 5);
+    }
+
+    #[test]
+    fn page_numbers_are_dense_and_survive_split_and_merge() {
+        let mut fr = frames(0);
+        let mut pt = PageTable::new(4, 21, &mut fr).unwrap();
+        // Region 0 is the first one mapped (a huge page at 8 MiB), region 1 the next
+        // (a base page far away), whatever their addresses.
+        let huge = 4u64 << 21;
+        let far = 1u64 << 40 | 7 << 12;
+        pt.map(huge, 1024, true, 0, &mut fr).unwrap();
+        pt.map(far, 5, false, 0, &mut fr).unwrap();
+        assert_eq!(pt.page_number(huge + 3 * 4096 + 17), Some(3));
+        assert_eq!(pt.page_number(far), Some(512 + 7));
+        assert_eq!(pt.page_number(far - 4096), Some(512 + 6), "unmapped page of a numbered region");
+        assert_eq!(pt.page_number(1 << 30), None, "nothing mapped there");
+        pt.split(huge, &mut fr).unwrap();
+        assert_eq!(pt.page_number(huge + 3 * 4096), Some(3));
+        let mut seen = Vec::new();
+        pt.for_each_leaf(0, u64::MAX, &mut |l| {
+            seen.push((l.page, l.huge));
+            ControlFlow::Continue(())
+        });
+        assert_eq!(seen.len(), 513);
+        assert_eq!((seen[3], seen[512]), ((3, false), (519, false)));
+        pt.merge(huge, 2048, 0, &mut fr);
+        assert_eq!(pt.page_number(huge + 100 * 4096), Some(100));
+        // A visit stopped early says where to resume.
+        let mut n = 0;
+        let next = pt.for_each_leaf(0, u64::MAX, &mut |_| {
+            n += 1;
+            ControlFlow::Break(())
+        });
+        assert_eq!((n, next), (1, Some(huge + (2 << 20))));
+        let mut rest = Vec::new();
+        pt.for_each_leaf(next.unwrap(), u64::MAX, &mut |l| {
+            rest.push(l.page);
+            ControlFlow::Continue(())
+        });
+        assert_eq!(rest, vec![519]);
     }
 }

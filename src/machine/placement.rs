@@ -1,6 +1,7 @@
 //! Where a page goes on first touch.
 
 use super::alloc::FrameAllocator;
+use super::TierId;
 use serde::{Deserialize, Serialize};
 
 /// Initial placement of newly touched pages.
@@ -38,12 +39,13 @@ impl Placer {
     }
 
     /// The preferred tier for the next page, given the tiers' capacities and free frames.
-    pub fn choose(&mut self, frames: &FrameAllocator) -> usize {
+    pub fn choose(&mut self, frames: &FrameAllocator) -> TierId {
         let tiers = frames.tier_count();
-        let capacity = |t: usize| frames.frames(t);
-        match self.mode {
+        let slow_tier = if tiers > 1 { TierId::SLOW } else { TierId::FAST };
+        let capacity = |t: usize| frames.frames(TierId(t as u8));
+        let t = match self.mode {
             Placement::FastFirst => 0,
-            Placement::SlowOnly => 1.min(tiers - 1),
+            Placement::SlowOnly => slow_tier.index(),
             Placement::Interleave => (0..tiers)
                 .filter(|&t| capacity(t) > 0)
                 .min_by(|&a, &b| {
@@ -55,16 +57,17 @@ impl Placer {
                 .unwrap_or(0),
             Placement::RoundRobin { fast, slow } => {
                 let period = (fast + slow).max(1) as u64;
-                let t = if self.turn % period < fast as u64 && frames.free_frames(0) > 0 { 0 } else { 1.min(tiers - 1) };
+                let t = if self.turn % period < fast as u64 && frames.free_frames(TierId::FAST) > 0 { 0 } else { slow_tier.index() };
                 self.turn += 1;
                 t
             }
-        }
+        };
+        TierId(t as u8)
     }
 
     /// Records that a page went to `tier` (after fallbacks).
-    pub fn placed(&mut self, tier: usize, frames: u64) {
-        self.placed[tier] += frames;
+    pub fn placed(&mut self, tier: TierId, frames: u64) {
+        self.placed[tier.index()] += frames;
     }
 }
 
@@ -81,7 +84,7 @@ mod tests {
         for _ in 0..8 {
             let t = p.choose(&frames);
             p.placed(t, 1);
-            seq.push(t);
+            seq.push(t.index());
         }
         assert_eq!(seq, vec![0, 1, 1, 1, 0, 1, 1, 1]);
     }
@@ -90,9 +93,9 @@ mod tests {
     fn round_robin_four_and_four_then_slow_when_fast_full() {
         let mut p = Placer::new(Placement::RoundRobin { fast: 4, slow: 4 }, 2);
         let mut frames = FrameAllocator::new(&[8, 8], 512);
-        let seq: Vec<_> = (0..10).map(|_| p.choose(&frames)).collect();
+        let seq: Vec<_> = (0..10).map(|_| p.choose(&frames).index()).collect();
         assert_eq!(seq, vec![0, 0, 0, 0, 1, 1, 1, 1, 0, 0]);
-        while frames.alloc(0, super::super::alloc::Colour::ANY).is_some() {}
-        assert_eq!(p.choose(&frames), 1, "fast tier full");
+        while frames.alloc(TierId::FAST, super::super::alloc::Colour::ANY).is_some() {}
+        assert_eq!(p.choose(&frames), TierId::SLOW, "fast tier full");
     }
 }

@@ -38,14 +38,21 @@
 //! (for energy) is decided against the row open when they arrive.
 //!
 //! # Bulk transfers
-//! A page copy's lines ([`Tier::bulk`]) form a paced background stream per channel, as
-//! a copy loop or DMA engine with few requests in flight produces: each line occupies
-//! the channel for one burst (a read that opens a new row also for its row miss spread
-//! over the banks; a write for `drain`), after the stream's previous line:
-//! `copy_until = max(copy_until, now) + occupancy`. Demand accesses go first: one that
+//! A page copy's lines ([`Tier::stream_line`], [`Tier::bulk`]) form a paced background
+//! stream per channel: each line issued at `at` occupies the channel for one burst (a
+//! read that opens a new row also for its row miss spread over the banks; a write for
+//! `drain`), after the stream's previous line:
+//! `copy_until = max(copy_until, at) + occupancy`; a read line completes at
+//! `max(copy_until, at + device)`, a write line at `copy_until`. How many lines are
+//! issued before earlier ones complete is the copier's business (the machine's copy
+//! keeps a bounded number of reads in flight). Demand accesses go first: one that
 //! arrives while a stream is active waits at most one burst (the line on the bus) and
-//! pushes the stream back by a burst. Streams and the posted-write queue do not see
-//! each other (both are background traffic), and streams leave open rows alone.
+//! pushes the stream back by a burst, so a stream gets the channel time demand leaves
+//! over: with demand using a fraction u of a channel's bus, a stream moves
+//! (1 − u) × bandwidth / occupancy-per-burst of it, and every demand access that
+//! meets an active stream waits one burst more. Streams and the posted-write queue
+//! do not see each other (both are background traffic), and streams leave open rows
+//! alone.
 //!
 //! Simplifications, chosen so that every latency can be checked by hand:
 //! - requests are served in the order they are issued (FCFS); the memory controller does
@@ -73,6 +80,7 @@
 //! intra-page wear leveller would) and, for comparison, from perfect levelling across
 //! the whole tier.
 
+use super::calendar::Calendar;
 use crate::units::{Capacity, Size};
 use anyhow::{bail, ensure, Result};
 use serde::{Deserialize, Serialize};
@@ -444,8 +452,9 @@ fn kind(write: bool, row_hit: bool) -> usize {
     ((write as usize) << 1) | (!row_hit) as usize
 }
 
-/// Traffic counters of one tier. Demand accesses (from the caches) and migration traffic
-/// (bulk transfers) are counted apart; row hits, misses and queueing cover demand only.
+/// Traffic counters of one tier. Demand accesses (from the caches) and mechanism
+/// traffic (background transfers) are counted apart; row hits, misses and queueing
+/// cover demand only.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct TierStats {
     /// Demand 64-byte reads.
@@ -459,10 +468,12 @@ pub struct TierStats {
     /// Cycles demand accesses waited for a busy bank or data bus (latency − device
     /// latency), summed over accesses.
     pub queue_cycles: u64,
-    /// 64-byte reads of bulk transfers (pages migrated out of this tier).
-    pub migration_reads: u64,
-    /// 64-byte writes of bulk transfers (pages migrated into this tier).
-    pub migration_writes: u64,
+    /// 64-byte reads of mechanisms (pages copied out of this tier, page-table lines
+    /// scanned, metadata read).
+    pub mechanism_reads: u64,
+    /// 64-byte writes of mechanisms (pages copied into this tier, flushed lines written
+    /// back, page-table and metadata writes).
+    pub mechanism_writes: u64,
 }
 
 impl TierStats {
@@ -476,9 +487,9 @@ impl TierStats {
         self.writes * LINE_BYTES
     }
 
-    /// Bytes read and written by bulk (migration) transfers.
-    pub fn migration_bytes(&self) -> u64 {
-        (self.migration_reads + self.migration_writes) * LINE_BYTES
+    /// Bytes read and written by mechanisms.
+    pub fn mechanism_bytes(&self) -> u64 {
+        (self.mechanism_reads + self.mechanism_writes) * LINE_BYTES
     }
 }
 
@@ -505,8 +516,11 @@ pub struct Tier {
     drain_until: Vec<u64>,
     /// Per channel: reads may not start before this cycle (a full queue is draining).
     reads_held_until: Vec<u64>,
-    /// Per channel: the cycle at which the bulk transfers issued so far complete.
-    copy_until: Vec<u64>,
+    /// Per channel: the bus time taken by background (mechanism) traffic, by time.
+    calendars: Vec<Calendar>,
+    /// Per bank, for streams of reads (0) and of writes (1): the row the current
+    /// stream last touched (its next line there is a row hit if it is the same row).
+    stream_rows: [Vec<u64>; 2],
     banks_per_channel: u64,
     /// Queue capacity in cycles of drain work (entries × `drain_cycles`); 0 = no queue.
     write_queue_cycles: u64,
@@ -594,7 +608,8 @@ impl Tier {
             channel_free_at: vec![0; cfg.channels as usize],
             drain_until: vec![0; cfg.channels as usize],
             reads_held_until: vec![0; cfg.channels as usize],
-            copy_until: vec![0; cfg.channels as usize],
+            calendars: vec![Calendar::default(); cfg.channels as usize],
+            stream_rows: [vec![CLOSED; (cfg.channels * cfg.banks) as usize], vec![CLOSED; (cfg.channels * cfg.banks) as usize]],
             banks_per_channel: cfg.banks as u64,
             write_queue_cycles: cfg.write_queue_entries as u64 * drain_cycles,
             drain_cycles,
@@ -626,47 +641,57 @@ impl Tier {
     }
 
     /// Transfers `bytes` (a multiple of 64) starting at `addr`, such as one side of a
-    /// page copy, as a paced background stream (see "Bulk transfers" in the module
-    /// documentation). Returns the cycle at which the last line completes (`now` when
-    /// `bytes` is 0). Counted as migration traffic in the stats, and in energy and wear
-    /// like any access.
+    /// page copy, as a paced background stream whose lines are all issued at `now`
+    /// (see "Bulk transfers" in the module documentation). Returns the cycle at which
+    /// the last line completes (`now` when `bytes` is 0). Counted as migration traffic
+    /// in the stats, and in energy and wear like any access.
     pub fn bulk(&mut self, addr: u64, bytes: u64, write: bool, now: u64) -> u64 {
         assert!(
             bytes.is_multiple_of(LINE_BYTES),
             "bulk transfer of {bytes} bytes is not a whole number of 64-byte lines"
         );
-        let lines = bytes >> LINE_SHIFT;
-        let mut done = now;
-        // The row each bank last streamed in this transfer: the first line of a row is
-        // a row miss, the rest hit.
-        let mut streamed = vec![CLOSED; self.banks.len()];
-        for i in 0..lines {
-            let line = addr + (i << LINE_SHIFT);
-            let at = self.map.decode(line);
-            let ch = at.channel as usize;
-            let bank = ((at.channel << self.bank_shift) | at.bank) as usize;
-            let row_hit = std::mem::replace(&mut streamed[bank], at.row) == at.row;
-            let k = kind(write, row_hit);
-            self.kind_counts[k] += 1;
-            if write && !self.frame_writes.is_empty() {
-                self.count_wear(line >> FRAME_SHIFT);
-            }
-            let occupancy = if write {
-                self.drain_cycles
-            } else if row_hit {
-                self.burst_cycles
-            } else {
-                self.burst_cycles + self.device_cycles[READ_MISS].div_ceil(self.banks_per_channel)
-            };
-            self.copy_until[ch] = self.copy_until[ch].max(now) + occupancy;
-            done = done.max(self.copy_until[ch]);
+        self.start_stream(write);
+        (0..bytes >> LINE_SHIFT).fold(now, |done, i| done.max(self.stream_line(addr + (i << LINE_SHIFT), write, now)))
+    }
+
+    /// Starts a new stream of reads or writes: its first line in each bank is a row
+    /// miss, as if no earlier stream had opened a row there.
+    pub fn start_stream(&mut self, write: bool) {
+        self.stream_rows[write as usize].fill(CLOSED);
+    }
+
+    /// One line of background traffic (a copy's line, a mechanism's page-table or
+    /// metadata access, a flushed line written back), issued at `at`: it takes its
+    /// channel for one burst (a read that opens a new row also for its row miss spread
+    /// over the banks; a write for the drain time), booked in the channel's calendar.
+    /// Returns when it completes: a read when its data is back (the device latency
+    /// after `at` at the earliest), a write when it has drained.
+    #[inline]
+    pub fn stream_line(&mut self, addr: u64, write: bool, at: u64) -> u64 {
+        let loc = self.map.decode(addr);
+        let ch = loc.channel as usize;
+        let bank = ((loc.channel << self.bank_shift) | loc.bank) as usize;
+        let row_hit = std::mem::replace(&mut self.stream_rows[write as usize][bank], loc.row) == loc.row;
+        let k = kind(write, row_hit);
+        self.kind_counts[k] += 1;
+        if write && !self.frame_writes.is_empty() {
+            self.count_wear(addr >> FRAME_SHIFT);
         }
-        if write {
-            self.stats.migration_writes += lines;
+        let occupancy = if write {
+            self.drain_cycles
+        } else if row_hit {
+            self.burst_cycles
         } else {
-            self.stats.migration_reads += lines;
+            self.burst_cycles + self.device_cycles[READ_MISS].div_ceil(self.banks_per_channel)
+        };
+        let done = self.calendars[ch].book(at, occupancy);
+        if write {
+            self.stats.mechanism_writes += 1;
+            done
+        } else {
+            self.stats.mechanism_reads += 1;
+            done.max(at + self.device_cycles[k])
         }
-        done
     }
 
     /// The timing rule of the module documentation, plus energy and wear counting.
@@ -702,15 +727,9 @@ impl Tier {
             return Served { finish, device: occupancy.min(finish - now), row_hit };
         }
         let device = self.device_cycles[k];
-        // A bulk stream yields to demand: wait for the transfer on the bus at most, and
-        // push the stream back by this access's burst.
-        let copy_wait = if self.copy_until[ch] > now {
-            let wait = self.burst_cycles.min(self.copy_until[ch] - now);
-            self.copy_until[ch] += self.burst_cycles;
-            wait
-        } else {
-            0
-        };
+        // Background traffic yields to demand: this access waits its window's share of
+        // background bus time, and takes its burst from the window.
+        let copy_wait = self.calendars[ch].demand(now, self.burst_cycles);
         let bank = &mut self.banks[bank_index];
         let channel_free_at = &mut self.channel_free_at[ch];
         let start = (now + copy_wait).max(bank.free_at).max(self.reads_held_until[ch]);
@@ -1010,22 +1029,39 @@ mod tests {
     }
 
     #[test]
-    fn bulk_copy_is_a_paced_stream_that_yields_to_demand() {
+    fn bulk_copy_is_a_paced_stream_that_demand_goes_before() {
         let mut t = tier(&small());
         // 4 KiB at 0: 64 lines, 32 per channel. On channel 0, the first 16 lines are row 0
         // of bank 0 and the next 16 row 0 of bank 1: 2 row misses, each a burst (10) plus
         // the 50-cycle miss spread over 4 banks (13), and 30 hits of one burst:
-        // 2 × 23 + 30 × 10 = 346. Channel 1 is the same.
+        // 2 × 23 + 30 × 10 = 346 cycles of channel 0's bus. Channel 1 is the same.
         assert_eq!(t.bulk(0, 4096, false, 0), 346);
-        // A demand read at 100 on channel 0 (bank 2, closed row: 50) waits only for the
-        // line on the bus (10), not for the rest of the copy: 60. The copy ends 10 later.
-        assert_eq!(t.access(2 << 11, false, 100), 60);
-        assert_eq!(t.bulk(0, 0, false, 0), 0);
-        assert_eq!(t.copy_until[0], 356);
+        // A demand read at 100 on channel 0 (bank 2, closed row: 50) goes first: it
+        // waits only the copy's share of its 1024-cycle window of bus time, 10 × 346 /
+        // 1024 = 3 cycles, not for the rest of the copy: 53.
+        assert_eq!(t.access(2 << 11, false, 100), 53);
         let s = t.stats().clone();
-        assert_eq!((s.reads, s.migration_reads, s.migration_writes), (1, 64, 0), "one demand read");
-        assert_eq!(s.migration_bytes(), 4096);
+        assert_eq!((s.reads, s.mechanism_reads, s.mechanism_writes), (1, 64, 0), "one demand read");
+        assert_eq!(s.mechanism_bytes(), 4096);
+        assert_eq!(s.queue_cycles, 3);
         assert_eq!(t.bulk(0, 0, true, 7), 7);
+        // Far from the copy, demand waits for nothing.
+        assert_eq!(t.access(3 << 11, false, 100_000), 50);
+    }
+
+    #[test]
+    fn a_stream_booked_ahead_does_not_wall_off_earlier_requests() {
+        let mut t = tier(&small());
+        // A sparse stream far ahead (one line read at each of 10 000, 20 000, …, 100 000),
+        // as a latency-bound copy of another executor books it.
+        for i in 1..=10 {
+            t.stream_line((i * 10_000 * 64 % (1 << 20)) & !127, false, i * 10_000);
+        }
+        // A line read at cycle 500 (row miss, 50 cycles; a burst plus 13 of bus): it
+        // does not queue behind the bookings at 10 000 and later.
+        assert_eq!(t.stream_line(8 << 11, false, 500), 550);
+        // Nor does a demand read at 600, beyond the window of cycle 500's line.
+        assert_eq!(t.access(9 << 11 | 1 << 13, false, 2000), 50);
     }
 
     #[test]
@@ -1182,6 +1218,6 @@ mod tests {
         let mut t = queued();
         // 64 lines alternate channels: 32 writes per channel × 20 cycles = 640.
         assert_eq!(t.bulk(0, 4096, true, 0), 640);
-        assert_eq!(t.stats().migration_writes, 64);
+        assert_eq!(t.stats().mechanism_writes, 64);
     }
 }

@@ -3,13 +3,21 @@
 //! operation sequences that must keep every invariant.
 
 use super::*;
-use crate::machine::placement::Placement;
-use crate::machine::{FaultKind, MachineConfig, TenantKind};
+use crate::machine::{Build, FaultKind, MachineConfig, TenantKind};
 use crate::trace::Access;
 use crate::units::Capacity;
 use proptest::prelude::*;
 
 const MIB: u64 = 1 << 20;
+const FAST: TierId = TierId::FAST;
+const SLOW: TierId = TierId::SLOW;
+
+/// A machine of `cfg` for `kinds` tenants and a 4 MiB footprint.
+pub(crate) fn build(cfg: &MachineConfig, kinds: &[TenantKind], verify: bool) -> Machine {
+    let mut b = Build::new(cfg, kinds, 4 * MIB);
+    b.verify = verify;
+    Machine::new(cfg, &b).unwrap()
+}
 
 /// Two cores; a 4 MiB fast tier (1024 frames) and an 8 MiB slow tier; 2 MiB huge pages.
 fn machine(thp: bool, verify: bool, kinds: &[TenantKind]) -> Machine {
@@ -21,7 +29,20 @@ fn machine_with(thp: bool, verify: bool, kinds: &[TenantKind], fast: u64) -> Mac
     cfg.page_table.thp = thp;
     cfg.tiers.fast.capacity = Capacity::Bytes(fast);
     cfg.tiers.slow.capacity = Capacity::Bytes(8 * MIB);
-    Machine::new(&cfg, kinds, 4 * MIB, Placement::FastFirst, false, verify).unwrap()
+    build(&cfg, kinds, verify)
+}
+
+/// The mechanisms of `core`, with a runtime of one kernel thread.
+fn on<'a>(m: &'a mut Machine, rt: &'a mut Runtime, core: usize) -> Mechanisms<'a> {
+    Mechanisms::on_core(m, rt, core)
+}
+
+fn rt() -> Runtime {
+    Runtime::new(&[ThreadKind::Kernel], 2)
+}
+
+fn pg(addr: u64) -> PageRef {
+    PageRef::new(0, addr)
 }
 
 fn read(m: &mut Machine, core: usize, tenant: u16, vaddr: u64) {
@@ -36,36 +57,38 @@ const BASE: u64 = 0x7f00_0000_0000;
 
 #[test]
 fn migrate_moves_the_page_and_charges_its_cost() {
-    let mut m = machine(false, true, &[TenantKind::Process]);
+    let (mut m, mut rt) = (machine(false, true, &[TenantKind::Process]), rt());
     write(&mut m, 0, 0, BASE);
     read(&mut m, 1, 0, BASE); // core 1 caches the translation too
-    let before = Mechanisms::new(&mut m, 0).page(0, BASE).unwrap();
-    assert_eq!(before.tier, 0);
+    let before = on(&mut m, &mut rt, 0).page(pg(BASE)).unwrap();
+    assert_eq!(before.tier, FAST);
     assert!(before.dirty && before.accessed);
     let clock0 = m.cores[0].clock;
     let clock1 = m.cores[1].clock;
-    let after = Mechanisms::new(&mut m, 0).migrate(0, BASE + 100, 1).unwrap();
-    assert_eq!((after.tier, after.addr), (1, BASE));
+    let after = on(&mut m, &mut rt, 0).migrate(pg(BASE + 100), SLOW).unwrap();
+    assert_eq!((after.tier, after.addr, after.bytes), (SLOW, BASE, 4096));
     // Software cost alone: 2000 ns at 3.2 GHz = 6400 cycles; plus the copy, the flush of
     // 64 lines (8 cycles each) and a 300-cycle shootdown.
     assert!(m.cores[0].clock - clock0 >= 6400 + 64 * 8 + 300, "{}", m.cores[0].clock - clock0);
     assert_eq!(m.cores[1].clock - clock1, 300, "the remote core handles the shootdown IPI");
-    assert_eq!(m.mech.migrations, 1);
-    assert_eq!(m.mech.migrations_between[0][1], 1);
-    assert!(!m.caches.holds_any(before.pfn << 12, 4096), "old frame flushed");
+    assert_eq!(m.stats.migrate, crate::machine::ops::MoveCount { pages: 1, bytes: 4096 });
+    assert_eq!(m.stats.pages_between[0][1], 1);
+    assert!(!m.mem.caches.holds_any(before.pfn << 12, 4096), "old frame flushed");
     m.check_invariants().unwrap();
     read(&mut m, 1, 0, BASE);
     assert_eq!(m.error, None);
-    assert_eq!(Mechanisms::new(&mut m, 0).migrate(0, BASE, 1), Err(MechError::SameTier));
-    assert!(matches!(Mechanisms::new(&mut m, 0).migrate(0, BASE + (1 << 30), 0), Err(MechError::NotMapped { .. })));
+    assert_eq!(on(&mut m, &mut rt, 0).migrate(pg(BASE), SLOW), Err(MechError::AlreadyThere { page: pg(BASE), tier: SLOW }));
+    assert!(matches!(on(&mut m, &mut rt, 0).migrate(pg(BASE + (1 << 30)), FAST), Err(MechError::NotMapped { .. })));
+    assert_eq!(on(&mut m, &mut rt, 0).migrate(pg(BASE), TierId(5)), Err(MechError::NoSuchTier { tier: TierId(5) }));
+    assert_eq!(on(&mut m, &mut rt, 0).migrate(PageRef::new(9, BASE), FAST), Err(MechError::NoSuchTenant { tenant: 9 }));
 }
 
 #[test]
 fn verify_catches_a_migration_that_skips_the_copy() {
-    let mut m = machine(false, true, &[TenantKind::Process]);
+    let (mut m, mut rt) = (machine(false, true, &[TenantKind::Process]), rt());
     write(&mut m, 0, 0, BASE);
     m.break_migration_copy = true;
-    Mechanisms::new(&mut m, 0).migrate(0, BASE, 1).unwrap();
+    on(&mut m, &mut rt, 0).migrate(pg(BASE), SLOW).unwrap();
     read(&mut m, 0, 0, BASE);
     let e = m.error.clone().expect("the stale read must be caught");
     assert!(e.starts_with("verify: stale read"), "{e}");
@@ -74,10 +97,10 @@ fn verify_catches_a_migration_that_skips_the_copy() {
 #[test]
 fn verify_catches_a_stale_tlb_entry() {
     // A translation that survives a migration serves the freed frame.
-    let mut m = machine(false, true, &[TenantKind::Process]);
+    let (mut m, mut rt) = (machine(false, true, &[TenantKind::Process]), rt());
     write(&mut m, 0, 0, BASE);
-    let old = Mechanisms::new(&mut m, 0).page(0, BASE).unwrap();
-    Mechanisms::new(&mut m, 0).migrate(0, BASE, 1).unwrap();
+    let old = on(&mut m, &mut rt, 0).page(pg(BASE)).unwrap();
+    on(&mut m, &mut rt, 0).migrate(pg(BASE), SLOW).unwrap();
     let stale = crate::machine::tlb::TlbEntry { base_pfn: old.pfn, huge: false, dirty: true, slot: crate::machine::tlb::NO_SLOT };
     m.cores[0].tlb.fill(0, BASE, stale);
     assert!(m.check_invariants().unwrap_err().contains("stale TLB entry"));
@@ -87,20 +110,21 @@ fn verify_catches_a_stale_tlb_entry() {
 
 #[test]
 fn swap_exchanges_frames() {
-    let mut m = machine(false, true, &[TenantKind::Process]);
+    let (mut m, mut rt) = (machine(false, true, &[TenantKind::Process]), rt());
     // Fill the fast tier so the next page lands in the slow tier.
-    let fast_pages = m.alloc.free_frames(0);
+    let fast_pages = m.space.allocator().free_frames(FAST);
     for i in 0..fast_pages + 1 {
         write(&mut m, 0, 0, BASE + i * 4096);
     }
     let hot = BASE + fast_pages * 4096;
-    let mut mech = Mechanisms::new(&mut m, 0);
-    let (a, b) = (mech.page(0, BASE + 4096 * 3).unwrap(), mech.page(0, hot).unwrap());
-    assert_eq!((a.tier, b.tier), (0, 1));
-    mech.swap((0, hot), (0, a.addr)).unwrap();
-    assert_eq!(mech.page(0, hot).unwrap().pfn, a.pfn);
-    assert_eq!(mech.page(0, a.addr).unwrap().pfn, b.pfn);
-    assert_eq!(mech.swap((0, hot), (0, BASE)), Err(MechError::Mismatch), "both now fast");
+    let mut mech = on(&mut m, &mut rt, 0);
+    let (a, b) = (mech.page(pg(BASE + 4096 * 3)).unwrap(), mech.page(pg(hot)).unwrap());
+    assert_eq!((a.tier, b.tier), (FAST, SLOW));
+    mech.swap(pg(hot), a.at()).unwrap();
+    assert_eq!(mech.page(pg(hot)).unwrap().pfn, a.pfn);
+    assert_eq!(mech.page(a.at()).unwrap().pfn, b.pfn);
+    assert_eq!(mech.swap(pg(hot), pg(BASE)), Err(MechError::SameTier { a: pg(hot), b: pg(BASE), tier: FAST }), "both now fast");
+    assert_eq!(m.stats.swap.pages, 2);
     m.check_invariants().unwrap();
     read(&mut m, 0, 0, hot);
     read(&mut m, 0, 0, a.addr);
@@ -109,45 +133,54 @@ fn swap_exchanges_frames() {
 
 #[test]
 fn split_then_merge_round_trip_keeps_data_and_bits() {
-    let mut m = machine(true, true, &[TenantKind::Process]);
+    let (mut m, mut rt) = (machine(true, true, &[TenantKind::Process]), rt());
     write(&mut m, 0, 0, BASE + 5 * 4096);
-    let huge = Mechanisms::new(&mut m, 0).page(0, BASE).unwrap();
-    assert!(huge.huge);
-    Mechanisms::new(&mut m, 0).split(0, BASE).unwrap();
-    let p = Mechanisms::new(&mut m, 0).page(0, BASE + 5 * 4096).unwrap();
+    let huge = on(&mut m, &mut rt, 0).page(pg(BASE)).unwrap();
+    assert!(huge.huge && huge.bytes == 2 * MIB && huge.base_pages() == 512);
+    on(&mut m, &mut rt, 0).split(pg(BASE)).unwrap();
+    let p = on(&mut m, &mut rt, 0).page(pg(BASE + 5 * 4096)).unwrap();
     assert!(!p.huge && p.dirty, "base pages inherit the dirty bit");
     assert_eq!(p.pfn, huge.pfn + 5, "split maps the same frames");
+    assert_eq!(p.page, huge.page + 5, "page numbers do not change with the mapping");
     m.check_invariants().unwrap();
     read(&mut m, 0, 0, BASE + 5 * 4096);
     // Merge in place (frames still contiguous in the fast tier), then into the slow tier.
-    Mechanisms::new(&mut m, 0).merge(0, BASE, 0).unwrap();
-    assert_eq!(Mechanisms::new(&mut m, 0).page(0, BASE).unwrap().pfn, huge.pfn);
-    Mechanisms::new(&mut m, 0).split(0, BASE).unwrap();
-    Mechanisms::new(&mut m, 0).merge(0, BASE, 1).unwrap();
-    let moved = Mechanisms::new(&mut m, 0).page(0, BASE).unwrap();
-    assert!(moved.huge && moved.tier == 1);
+    on(&mut m, &mut rt, 0).merge(pg(BASE), FAST).unwrap();
+    assert_eq!(on(&mut m, &mut rt, 0).page(pg(BASE)).unwrap().pfn, huge.pfn);
+    on(&mut m, &mut rt, 0).split(pg(BASE)).unwrap();
+    on(&mut m, &mut rt, 0).merge(pg(BASE), SLOW).unwrap();
+    let moved = on(&mut m, &mut rt, 0).page(pg(BASE)).unwrap();
+    assert!(moved.huge && moved.tier == SLOW && moved.page == huge.page);
+    assert_eq!((m.stats.merges, m.stats.merges_copied, m.stats.merge.pages), (2, 1, 512));
+    assert_eq!(m.stats.pages_between[0][1], 512, "every base page moved to the slow tier");
     m.check_invariants().unwrap();
     read(&mut m, 0, 0, BASE + 5 * 4096);
     assert_eq!(m.error, None);
-    assert_eq!(Mechanisms::new(&mut m, 0).merge(0, BASE, 1), Err(MechError::WrongSize));
+    assert_eq!(on(&mut m, &mut rt, 0).merge(pg(BASE), SLOW), Err(MechError::AlreadyHuge { page: pg(BASE) }));
+    assert_eq!(on(&mut m, &mut rt, 0).split(pg(BASE + 4096)), Ok(()));
+    assert_eq!(on(&mut m, &mut rt, 0).split(pg(BASE + 4096)), Err(MechError::NotHuge { page: pg(BASE + 4096) }));
 }
 
 #[test]
 fn scan_reports_and_clears_accessed_bits() {
-    let mut m = machine(false, false, &[TenantKind::Process]);
+    let (mut m, mut rt) = (machine(false, false, &[TenantKind::Process]), rt());
     for i in 0..4 {
         read(&mut m, 0, 0, BASE + i * 4096);
     }
     write(&mut m, 0, 0, BASE);
     let mut seen = Vec::new();
-    let n = Mechanisms::new(&mut m, 0).scan(0, BASE, BASE + (1 << 20), true, |p| seen.push((p.accessed, p.dirty)));
-    assert_eq!(n, 4);
+    let range = Scope::Range { tenant: 0, start: BASE, end: BASE + MIB };
+    let n = on(&mut m, &mut rt, 0).scan(range, ScanMode::Clear, |p| seen.push((p.accessed, p.dirty)));
+    assert_eq!(n, ScanSummary { entries: 4, accessed: 4, cleared: 4 });
     assert_eq!(seen, vec![(true, true), (true, false), (true, false), (true, false)]);
     assert!(m.cores[0].tlb.lookup(0, BASE).is_none(), "cleared entries are flushed from the TLB");
     read(&mut m, 0, 0, BASE + 4096);
     let mut acc = Vec::new();
-    Mechanisms::new(&mut m, 0).scan(0, BASE, BASE + (1 << 20), false, |p| acc.push(p.accessed));
+    on(&mut m, &mut rt, 0).scan(range, ScanMode::Read, |p| acc.push(p.accessed));
     assert_eq!(acc, vec![false, true, false, false]);
+    // The whole tenant, and every tenant, without sentinel addresses.
+    assert_eq!(on(&mut m, &mut rt, 0).scan(Scope::Tenant(0), ScanMode::Read, |_| {}).entries, 4);
+    assert_eq!(on(&mut m, &mut rt, 0).scan(Scope::All, ScanMode::Read, |_| {}).accessed, 1);
 }
 
 #[test]
@@ -158,9 +191,9 @@ fn poisoned_page_faults_once_per_tlb_miss() {
             self.0 += (e.kind == FaultKind::Poison) as u64;
         }
     }
-    let mut m = machine(false, false, &[TenantKind::Process]);
+    let (mut m, mut rt) = (machine(false, false, &[TenantKind::Process]), rt());
     read(&mut m, 0, 0, BASE);
-    Mechanisms::new(&mut m, 0).poison(0, BASE).unwrap();
+    on(&mut m, &mut rt, 0).poison(pg(BASE)).unwrap();
     let mut f = Faults(0);
     let c0 = m.cores[0].clock;
     m.access(0, &Access::read(BASE, 8, 0), &mut f);
@@ -192,11 +225,11 @@ fn nested_walks_take_24_and_15_references() {
 
 #[test]
 fn vm_page_migration_keeps_guest_data_consistent() {
-    let mut m = machine(false, true, &[TenantKind::Vm, TenantKind::Process]);
+    let (mut m, mut rt) = (machine(false, true, &[TenantKind::Vm, TenantKind::Process]), rt());
     write(&mut m, 0, 0, BASE);
     write(&mut m, 1, 1, BASE);
-    let gpa = m.managed_addr(0, BASE).unwrap();
-    Mechanisms::new(&mut m, 0).migrate(0, gpa, 1).unwrap();
+    let gpa = m.space.managed_addr(0, BASE).unwrap();
+    on(&mut m, &mut rt, 0).migrate(pg(gpa), SLOW).unwrap();
     read(&mut m, 0, 0, BASE);
     read(&mut m, 1, 1, BASE);
     assert_eq!(m.error, None);
@@ -204,7 +237,7 @@ fn vm_page_migration_keeps_guest_data_consistent() {
 }
 
 #[derive(Clone, Debug)]
-enum Op {
+enum Step {
     Read(u8, u8),
     Write(u8, u8),
     Migrate(u8, u8),
@@ -216,17 +249,17 @@ enum Op {
     Unpoison(u8),
 }
 
-fn op() -> impl Strategy<Value = Op> {
+fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        4 => (0u8..2, 0u8..48).prop_map(|(c, p)| Op::Read(c, p)),
-        4 => (0u8..2, 0u8..48).prop_map(|(c, p)| Op::Write(c, p)),
-        3 => (0u8..48, 0u8..2).prop_map(|(p, t)| Op::Migrate(p, t)),
-        2 => (0u8..48, 0u8..48).prop_map(|(a, b)| Op::Swap(a, b)),
-        1 => (0u8..3).prop_map(Op::Split),
-        1 => (0u8..3, 0u8..2).prop_map(|(r, t)| Op::Merge(r, t)),
-        1 => Just(Op::Scan),
-        1 => (0u8..48).prop_map(Op::Poison),
-        1 => (0u8..48).prop_map(Op::Unpoison),
+        4 => (0u8..2, 0u8..48).prop_map(|(c, p)| Step::Read(c, p)),
+        4 => (0u8..2, 0u8..48).prop_map(|(c, p)| Step::Write(c, p)),
+        3 => (0u8..48, 0u8..2).prop_map(|(p, t)| Step::Migrate(p, t)),
+        2 => (0u8..48, 0u8..48).prop_map(|(a, b)| Step::Swap(a, b)),
+        1 => (0u8..3).prop_map(Step::Split),
+        1 => (0u8..3, 0u8..2).prop_map(|(r, t)| Step::Merge(r, t)),
+        1 => Just(Step::Scan),
+        1 => (0u8..48).prop_map(Step::Poison),
+        1 => (0u8..48).prop_map(Step::Unpoison),
     ]
 }
 
@@ -242,19 +275,20 @@ proptest! {
     /// once, every tier within capacity, every TLB entry current, and every read served
     /// the newest data. Refusals (no free frame, wrong size, …) are fine.
     #[test]
-    fn random_operations_keep_the_invariants(thp in any::<bool>(), ops in proptest::collection::vec(op(), 1..60)) {
-        let mut m = machine(thp, true, &[TenantKind::Process]);
+    fn random_operations_keep_the_invariants(thp in any::<bool>(), ops in proptest::collection::vec(step(), 1..60)) {
+        let (mut m, mut rt) = (machine(thp, true, &[TenantKind::Process]), rt());
         for o in &ops {
+            let page = |p: u8| pg(page_addr(p));
             match *o {
-                Op::Read(c, p) => read(&mut m, c as usize, 0, page_addr(p)),
-                Op::Write(c, p) => write(&mut m, c as usize, 0, page_addr(p)),
-                Op::Migrate(p, t) => { let _ = Mechanisms::new(&mut m, 0).migrate(0, page_addr(p), t as usize); }
-                Op::Swap(a, b) => { let _ = Mechanisms::new(&mut m, 1).swap((0, page_addr(a)), (0, page_addr(b))); }
-                Op::Split(r) => { let _ = Mechanisms::new(&mut m, 0).split(0, page_addr(r * 16)); }
-                Op::Merge(r, t) => { let _ = Mechanisms::new(&mut m, 0).merge(0, page_addr(r * 16), t as usize); }
-                Op::Scan => { Mechanisms::new(&mut m, 0).scan(0, 0, u64::MAX, true, |_| {}); }
-                Op::Poison(p) => { let _ = Mechanisms::new(&mut m, 0).poison(0, page_addr(p)); }
-                Op::Unpoison(p) => { let _ = Mechanisms::new(&mut m, 0).unpoison(0, page_addr(p)); }
+                Step::Read(c, p) => read(&mut m, c as usize, 0, page_addr(p)),
+                Step::Write(c, p) => write(&mut m, c as usize, 0, page_addr(p)),
+                Step::Migrate(p, t) => { let _ = on(&mut m, &mut rt, 0).migrate(page(p), TierId(t)); }
+                Step::Swap(a, b) => { let _ = on(&mut m, &mut rt, 1).swap(page(a), page(b)); }
+                Step::Split(r) => { let _ = on(&mut m, &mut rt, 0).split(page(r * 16)); }
+                Step::Merge(r, t) => { let _ = on(&mut m, &mut rt, 0).merge(page(r * 16), TierId(t)); }
+                Step::Scan => { on(&mut m, &mut rt, 0).scan(Scope::All, ScanMode::Clear, |_| {}); }
+                Step::Poison(p) => { let _ = on(&mut m, &mut rt, 0).poison(page(p)); }
+                Step::Unpoison(p) => { let _ = on(&mut m, &mut rt, 0).unpoison(page(p)); }
             }
             prop_assert_eq!(m.error.clone(), None, "after {:?}", o);
             if let Err(e) = m.check_invariants() {
@@ -278,90 +312,141 @@ fn colours_from_bank_and_llc_bits() {
     cfg.tiers.slow.banks = 32;
     cfg.tiers.slow.channel_bits = vec![];
     cfg.tiers.slow.bank_bits = vec![12, 13, 14, 20, 21];
-    let mut m = Machine::new(&cfg, &[TenantKind::Process], 4 * MIB, Placement::FastFirst, false, true).unwrap();
+    let mut m = build(&cfg, &[TenantKind::Process], true);
+    let mut rt = rt();
     write(&mut m, 0, 0, BASE);
-    let mech = Mechanisms::new(&mut m, 0);
+    let mech = on(&mut m, &mut rt, 0);
     // Bank 0b10_101 = 21: bits 12 and 14 set, 13 clear, 20 clear, 21 set.
     // As frame bits (minus 12): mask 0b11_0000_0111, value 0b10_0000_0101.
-    let c = mech.colour(1, None, Some(21), None).unwrap();
+    let c = mech.colour(SLOW, None, Some(21), None).unwrap();
     assert_eq!((c.mask, c.value), (0b11_0000_0111, 0b10_0000_0101));
     // The 8 MiB L3 has 8192 sets: set-index bits 6–18, colour bits 12–18 (128 colours).
-    let c = mech.colour(1, None, None, Some(5)).unwrap();
+    let c = mech.colour(SLOW, None, None, Some(5)).unwrap();
     assert_eq!((c.mask, c.value), (0x7f, 5));
-    assert!(mech.colour(1, None, None, Some(128)).unwrap_err().contains("does not exist"));
+    assert!(mech.colour(SLOW, None, None, Some(128)).unwrap_err().contains("does not exist"));
     // The fast tier interleaves channels by cache line: no channel colour at page grain.
-    let mut m2 = machine(false, false, &[TenantKind::Process]);
-    m2.tiers[0] = crate::machine::tier::Tier::new(
-        &crate::machine::tier::TierConfig { channels: 2, ..Default::default() },
-        4 * MIB,
-        3.2,
-    )
-    .unwrap();
-    assert!(Mechanisms::new(&mut m2, 0).colour(0, Some(1), None, None).unwrap_err().contains("address bit 6"));
-    // A coloured migration lands on a frame of that bank.
-    let mut mech = Mechanisms::new(&mut m, 0);
-    let c = mech.colour(1, None, Some(21), None).unwrap();
-    let p = mech.migrate_coloured(0, BASE, 1, c).unwrap();
-    let local = p.pfn - m.alloc.base(1);
-    assert_eq!(m.tiers[1].decode(local << 12).bank, 21);
+    let mut cfg2 = MachineConfig { cores: 2, ..MachineConfig::default() };
+    cfg2.tiers.fast.channels = 2;
+    let mut m2 = build(&cfg2, &[TenantKind::Process], false);
+    let mut rt2 = Runtime::new(&[], 2);
+    assert!(on(&mut m2, &mut rt2, 0).colour(FAST, Some(1), None, None).unwrap_err().contains("address bit 6"));
+    // A coloured migration lands on a frame of that bank; a huge page has no colour.
+    let mut mech = on(&mut m, &mut rt, 0);
+    let c = mech.colour(SLOW, None, Some(21), None).unwrap();
+    let p = mech.migrate_coloured(pg(BASE), SLOW, c).unwrap();
+    let local = p.pfn - m.space.allocator().base(SLOW);
+    assert_eq!(m.mem.tiers.get(SLOW).decode(local << 12).bank, 21);
     read(&mut m, 0, 0, BASE);
     assert_eq!(m.error, None);
 }
 
 #[test]
 fn fast_tier_quota_limits_first_touch_and_moves() {
-    let mut m = machine(false, true, &[TenantKind::Process, TenantKind::Process]);
-    Mechanisms::new(&mut m, 0).set_fast_quota(0, Some(4));
+    let (mut m, mut rt) = (machine(false, true, &[TenantKind::Process, TenantKind::Process]), rt());
+    on(&mut m, &mut rt, 0).set_fast_quota(0, Some(4));
     for i in 0..8 {
         write(&mut m, 0, 0, BASE + i * 4096);
     }
     write(&mut m, 1, 1, BASE);
-    let mut mech = Mechanisms::new(&mut m, 0);
+    let mut mech = on(&mut m, &mut rt, 0);
     // Tenant 0: 4 pages in the fast tier (its quota), the rest in the slow tier.
-    assert_eq!((mech.tenant_frames(0, 0), mech.tenant_frames(0, 1)), (4, 4));
-    assert_eq!(mech.tenant_frames(1, 0), 1, "tenant 1 has no quota");
-    let slow_page = (0..8).map(|i| BASE + i * 4096).find(|&a| mech.page(0, a).unwrap().tier == 1).unwrap();
-    let fast_page = (0..8).map(|i| BASE + i * 4096).find(|&a| mech.page(0, a).unwrap().tier == 0).unwrap();
-    assert_eq!(mech.migrate(0, slow_page, 0), Err(MechError::OverQuota { tenant: 0 }));
+    assert_eq!((mech.tenant_frames(0, FAST), mech.tenant_frames(0, SLOW)), (4, 4));
+    assert_eq!(mech.tenant_frames(1, FAST), 1, "tenant 1 has no quota");
+    let in_tier = |mech: &Mechanisms, t| (0..8).map(|i| pg(BASE + i * 4096)).find(|&a| mech.page(a).unwrap().tier == t).unwrap();
+    let (slow_page, fast_page) = (in_tier(&mech, SLOW), in_tier(&mech, FAST));
+    let over = Err(MechError::OverQuota { tenant: 0, quota_frames: 4 });
+    assert_eq!(mech.migrate(slow_page, FAST).map(|_| ()), over);
     // Within the tenant a swap keeps its fast share, so it is allowed.
-    mech.swap((0, slow_page), (0, fast_page)).unwrap();
+    mech.swap(slow_page, fast_page).unwrap();
     // Across tenants: tenant 0 would gain a fast frame.
-    assert_eq!(mech.swap((0, fast_page), (1, BASE)), Err(MechError::OverQuota { tenant: 0 }));
+    assert_eq!(mech.swap(fast_page, PageRef::new(1, BASE)), over);
     mech.set_fast_quota(0, Some(5));
-    mech.migrate(0, fast_page, 0).unwrap();
-    assert_eq!(mech.tenant_frames(0, 0), 5);
+    mech.migrate(fast_page, FAST).unwrap();
+    assert_eq!(mech.tenant_frames(0, FAST), 5);
     // Lowering the quota refuses growth but leaves what is there to the policy.
     mech.set_fast_quota(0, Some(2));
-    let slow_page = (0..8).map(|i| BASE + i * 4096).find(|&a| mech.page(0, a).unwrap().tier == 1).unwrap();
-    assert_eq!(mech.migrate(0, slow_page, 0), Err(MechError::OverQuota { tenant: 0 }));
+    let slow_page = in_tier(&mech, SLOW);
+    assert_eq!(mech.migrate(slow_page, FAST).map(|_| ()), Err(MechError::OverQuota { tenant: 0, quota_frames: 2 }));
     m.check_invariants().unwrap();
+}
+
+/// Runs thread 0 until its queue is empty; returns the jobs it finished.
+fn drain(m: &mut Machine, rt: &mut Runtime) -> Vec<JobDone> {
+    let mut done = Vec::new();
+    while rt.threads.next_busy().is_some() {
+        done.extend(rt.threads.step(m, &mut rt.limits, 0, &mut ()));
+    }
+    done
 }
 
 #[test]
 fn background_work_stalls_no_core_but_interrupts_all() {
-    let mut m = machine(false, true, &[TenantKind::Process]);
+    let (mut m, mut rt) = (machine(false, true, &[TenantKind::Process]), rt());
     write(&mut m, 0, 0, BASE);
     let (c0, c1) = (m.cores[0].clock, m.cores[1].clock);
-    Mechanisms::new(&mut m, 0).in_background().migrate(0, BASE, 1).unwrap();
+    let mut job = Job::new(7);
+    job.push(Op::Migrate { page: pg(BASE), to: SLOW });
+    let id = on(&mut m, &mut rt, 0).submit(ThreadId(0), job).unwrap();
+    assert!(!on(&mut m, &mut rt, 0).thread(ThreadId(0)).unwrap().idle);
+    // Nothing happens until the thread runs: the page is still fast.
+    assert_eq!(on(&mut m, &mut rt, 0).page(pg(BASE)).unwrap().tier, FAST);
+    let done = drain(&mut m, &mut rt);
+    assert_eq!((done.len(), done[0].id, done[0].tag, done[0].results.clone()), (1, id, 7, vec![Ok(())]));
     // Only the shootdown IPI reaches the application cores, both of them.
     assert_eq!((m.cores[0].clock - c0, m.cores[1].clock - c1), (300, 300));
-    assert!(m.mech.background_cycles >= 6400, "the software cost is counted as background work");
+    assert!(m.stats.background_cycles >= 6400, "the software cost is the thread's busy time");
+    assert_eq!(rt.threads.report()[0].busy_cycles, m.stats.background_cycles);
     read(&mut m, 0, 0, BASE);
     assert_eq!(m.error, None);
+    assert_eq!(on(&mut m, &mut rt, 0).submit(ThreadId(3), Job::new(0)), Err(MechError::NoSuchThread { thread: 3 }));
 }
 
 #[test]
-fn background_work_queues_on_one_thread() {
-    let mut m = machine(false, false, &[TenantKind::Process]);
+fn a_thread_runs_its_jobs_in_order_and_groups_stop_at_a_refusal() {
+    let (mut m, mut rt) = (machine(false, false, &[TenantKind::Process]), rt());
     write(&mut m, 0, 0, BASE);
     write(&mut m, 0, 0, BASE + 4096);
-    let mut mech = Mechanisms::new(&mut m, 0);
-    assert!(!mech.background_busy());
-    mech.in_background().migrate(0, BASE, 1).unwrap();
-    let after_one = m.background_until;
-    let mut mech = Mechanisms::new(&mut m, 0);
-    assert!(mech.background_busy(), "the thread is still copying");
-    mech.in_background().migrate(0, BASE + 4096, 1).unwrap();
-    // The second migration starts when the first ends.
-    assert!(m.background_until >= after_one + 6400);
+    let mut first = Job::new(1);
+    first.push(Op::Migrate { page: pg(BASE), to: SLOW }).then(Op::Poison { page: pg(BASE) });
+    // Already slow after the first job: the migration is refused, the poison skipped,
+    // the next group runs.
+    let mut second = Job::new(2);
+    second.push(Op::Migrate { page: pg(BASE), to: SLOW }).then(Op::Unpoison { page: pg(BASE) });
+    second.push(Op::Migrate { page: pg(BASE + 4096), to: SLOW });
+    on(&mut m, &mut rt, 0).submit(ThreadId(0), first).unwrap();
+    on(&mut m, &mut rt, 0).submit(ThreadId(0), second).unwrap();
+    let status = on(&mut m, &mut rt, 0).thread(ThreadId(0)).unwrap();
+    assert_eq!((status.queued_jobs, status.queued_ops), (2, 5));
+    let done = drain(&mut m, &mut rt);
+    assert_eq!(done.iter().map(|d| d.tag).collect::<Vec<_>>(), vec![1, 2]);
+    assert_eq!(done[0].results, vec![Ok(()), Ok(())]);
+    assert_eq!(done[1].results, vec![Err(MechError::AlreadyThere { page: pg(BASE), tier: SLOW }), Err(MechError::Skipped), Ok(())]);
+    assert!(on(&mut m, &mut rt, 0).page(pg(BASE)).unwrap().poisoned, "the unpoison was skipped");
+    // The second job started when the first ended: the thread's busy time is their sum.
+    assert!(done[1].finished >= done[0].finished + 6400 && done[1].submitted == done[0].submitted);
+    let r = &rt.threads.report()[0];
+    assert_eq!((r.jobs_done, r.ops_done, r.ops_refused, r.ops_unfinished), (2, 5, 2, 0));
+}
+
+#[test]
+fn rate_limits_hold_every_executor() {
+    let (mut m, mut rt) = (machine(false, false, &[TenantKind::Process]), rt());
+    for i in 0..4 {
+        write(&mut m, 0, 0, BASE + i * 4096);
+    }
+    let mut mech = on(&mut m, &mut rt, 0);
+    // 0.008 MB/s: 8000 bytes per simulated second: one page, then a second (the last
+    // move of a window may overshoot), then refused until the next second.
+    mech.set_rate_limit(Direction::Demote, Some(0.008));
+    mech.migrate(pg(BASE), SLOW).unwrap();
+    mech.migrate(pg(BASE + 4096), SLOW).unwrap();
+    let refused = mech.migrate(pg(BASE + 8192), SLOW);
+    assert!(matches!(refused, Err(MechError::RateLimited { direction: Direction::Demote, retry_at: 3_200_000_000 })), "{refused:?}");
+    // Promotion is not limited; a background job meets the same limit.
+    mech.migrate(pg(BASE), FAST).unwrap();
+    let mut job = Job::new(0);
+    job.push(Op::Migrate { page: pg(BASE + 12288), to: SLOW });
+    mech.submit(ThreadId(0), job).unwrap();
+    let done = drain(&mut m, &mut rt);
+    assert!(matches!(done[0].results[0], Err(MechError::RateLimited { .. })));
 }

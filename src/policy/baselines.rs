@@ -1,10 +1,15 @@
 //! The baselines the papers compare against: static placements with no migration.
 //! They differ only in where first touch puts a page.
 
-use super::Policy;
+use super::{FastTier, PageSize, Policy, Requirements};
 use crate::machine::placement::Placement;
 use crate::machine::{MachineInfo, Observer};
 use crate::params;
+
+/// Requirements of a policy that only chooses where first touch puts pages.
+fn placing(placement: Placement) -> Requirements<()> {
+    Requirements { placement, ..Requirements::default() }
+}
 
 params! {
     /// A policy without parameters.
@@ -19,11 +24,11 @@ impl Observer for AllFast {}
 
 impl Policy for AllFast {
     type Config = NoConfig;
+    fn requirements(_: &NoConfig) -> Requirements<()> {
+        Requirements { fast_tier: FastTier::HoldsFootprint, ..Requirements::default() }
+    }
     fn new(_: NoConfig, _: &MachineInfo) -> anyhow::Result<Self> {
         Ok(AllFast)
-    }
-    fn fast_tier_unlimited(&self) -> bool {
-        true
     }
 }
 
@@ -34,11 +39,11 @@ impl Observer for AllSlow {}
 
 impl Policy for AllSlow {
     type Config = NoConfig;
+    fn requirements(_: &NoConfig) -> Requirements<()> {
+        placing(Placement::SlowOnly)
+    }
     fn new(_: NoConfig, _: &MachineInfo) -> anyhow::Result<Self> {
         Ok(AllSlow)
-    }
-    fn placement(&self) -> Placement {
-        Placement::SlowOnly
     }
 }
 
@@ -63,15 +68,12 @@ impl Observer for FlatStatic {}
 
 impl Policy for FlatStatic {
     type Config = NoConfig;
+    fn requirements(_: &NoConfig) -> Requirements<()> {
+        // Rainbow §IV-A: "managed in 4 KB small pages".
+        Requirements { page_size: PageSize::Base, ..placing(Placement::Interleave) }
+    }
     fn new(_: NoConfig, _: &MachineInfo) -> anyhow::Result<Self> {
         Ok(FlatStatic)
-    }
-    fn thp(&self) -> Option<bool> {
-        // Rainbow §IV-A: "managed in 4 KB small pages".
-        Some(false)
-    }
-    fn placement(&self) -> Placement {
-        Placement::Interleave
     }
 }
 
@@ -88,21 +90,19 @@ params! {
 }
 
 /// N fast : M slow round-robin placement until the fast tier is full, no migration.
-pub struct RoundRobin {
-    cfg: RoundRobinConfig,
-}
+pub struct RoundRobin;
 
 impl Observer for RoundRobin {}
 
 impl Policy for RoundRobin {
     type Config = RoundRobinConfig;
+    fn requirements(cfg: &RoundRobinConfig) -> Requirements<()> {
+        placing(Placement::RoundRobin { fast: cfg.fast_pages, slow: cfg.slow_pages })
+    }
     fn new(cfg: RoundRobinConfig, _: &MachineInfo) -> anyhow::Result<Self> {
         if cfg.fast_pages + cfg.slow_pages == 0 {
             anyhow::bail!("policy.round-robin: fast_pages + slow_pages must be positive");
         }
-        Ok(RoundRobin { cfg })
-    }
-    fn placement(&self) -> Placement {
-        Placement::RoundRobin { fast: self.cfg.fast_pages, slow: self.cfg.slow_pages }
+        Ok(RoundRobin)
     }
 }

@@ -9,7 +9,8 @@
 //! then the clean list, then the dirty list; the benefit threshold rises while pages
 //! are written back (bidirectional traffic).
 
-use crate::machine::MachineInfo;
+use crate::machine::copies::Copies;
+use crate::machine::{MachineInfo, Owner, PageRef, TierId};
 use crate::mechanism::Mechanisms;
 
 /// Rainbow's Table III in cycles, for pages of one size.
@@ -36,10 +37,11 @@ impl Utility {
     /// `write_weight` 0 derives the weight from the latencies.
     pub fn new(info: &MachineInfo, bytes: u64, write_weight: u32) -> Utility {
         let cyc = |ns: f64| ns * info.freq_ghz;
-        let read_gain = cyc(info.tier_read_ns[1] - info.tier_read_ns[0]).max(1.0);
-        let write_gain = cyc(info.tier_write_ns[1] - info.tier_write_ns[0]).max(0.0);
+        let (fast, slow) = (info.tier(TierId::FAST), info.tier(TierId::SLOW));
+        let read_gain = cyc(slow.read_ns - fast.read_ns).max(1.0);
+        let write_gain = cyc(slow.write_ns - fast.write_ns).max(0.0);
         // Transfer over the slower of the two tiers' bandwidths (bytes/ns = GB/s).
-        let gbps = info.tier_gbps[0].min(info.tier_gbps[1]).max(1e-9);
+        let gbps = fast.gbps.min(slow.gbps).max(1e-9);
         let transfer = cyc(bytes as f64 / gbps);
         let flush = (bytes / 64 * info.clflush_cycles_per_line) as f64;
         let shootdown = info.shootdown_cycles as f64;
@@ -47,9 +49,9 @@ impl Utility {
         Utility {
             read_gain,
             write_gain,
-            t_mig: flush + transfer + cyc(info.tier_read_ns[1]) + cyc(info.tier_write_ns[0]),
-            t_writeback: flush + transfer + cyc(info.tier_read_ns[0]) + cyc(info.tier_write_ns[1]) + shootdown,
-            t_drop_clean: cyc(info.tier_write_ns[1]) + shootdown,
+            t_mig: flush + transfer + cyc(slow.read_ns) + cyc(fast.write_ns),
+            t_writeback: flush + transfer + cyc(fast.read_ns) + cyc(slow.write_ns) + shootdown,
+            t_drop_clean: cyc(slow.write_ns) + shootdown,
             write_weight,
         }
     }
@@ -150,8 +152,8 @@ impl SlotCounts {
 
 /// Keeps in `held` the fast frames that still hold a copy, each once (a dropped copy's
 /// frame may since hold a newer one).
-pub fn prune_held(held: &mut Vec<u64>, mech: &Mechanisms) {
-    held.retain(|&f| mech.copies().is_some_and(|c| c.original_of(f).is_some()));
+pub fn prune_held(held: &mut Vec<u64>, mech: &Mechanisms<Copies>) {
+    held.retain(|&f| mech.copies().original_of(f).is_some());
     held.sort_unstable();
     held.dedup();
 }
@@ -246,36 +248,38 @@ impl Threshold {
 /// mechanism refused (the caller stops trying this interval when `stop` is set).
 #[allow(clippy::too_many_arguments)]
 pub fn admit(
-    mech: &mut Mechanisms,
+    mech: &mut Mechanisms<Copies>,
     lists: &mut DramLists,
     util: &Utility,
     threshold: f64,
-    tenant: u16,
-    addr: u64,
+    page: PageRef,
     hot: u64,
     frames: u64,
     victim_count: impl Fn(u64) -> u64,
 ) -> Admit {
     // Keep one frame free for page tables and the bitmap's needs.
-    let free = mech.free_frames(0) > frames;
+    let free = mech.free_frames(TierId::FAST) > frames;
     if free {
         if util.benefit(hot) <= threshold {
             return Admit::NotWorth;
         }
     } else {
-        let is_dirty = |f: u64| mech.copies().is_some_and(|c| c.is_dirty(f, frames));
+        let is_dirty = |f: u64| mech.copies().is_dirty(f, frames);
         let Some(v) = lists.peek(is_dirty) else { return Admit::NoVictim };
         if util.swap_benefit(hot, victim_count(v.frame), v.dirty) <= threshold {
             return Admit::NotWorth;
         }
         lists.take(v);
-        if mech.cache_out(v.frame).is_err() {
+        // The copy's page: its fast frame is owned as the copy (Rainbow) or as the
+        // page itself (HSCC, whose PTE points at the copy).
+        let (Owner::Copy { tenant, addr } | Owner::Data { tenant, addr }) = mech.owner(v.frame) else { return Admit::NoVictim };
+        if mech.cache_out(PageRef::new(tenant, addr)).is_err() {
             return Admit::NoVictim;
         }
     }
     // A new copy joins the lists at the next rebuild, with this interval's count: a
     // page just copied for being hot is no victim for a colder one.
-    match mech.cache_in(tenant, addr) {
+    match mech.cache_in(page) {
         Ok(f) => Admit::Copied(f),
         Err(_) => Admit::NoVictim,
     }
@@ -295,21 +299,19 @@ pub enum Admit {
 /// 8 cycles per line and 300-cycle shootdowns, for the policies' unit tests.
 #[cfg(test)]
 pub(crate) fn table_iv_info(fast_frames: u64, slow_frames: u64, slow_base: u64) -> MachineInfo {
+    use crate::machine::TierInfo;
+    let tier = |name: &str, frames, base_pfn, read_ns, write_ns| TierInfo { name: name.into(), frames, base_pfn, read_ns, write_ns, gbps: 10.7 };
     MachineInfo {
         cores: 1,
         freq_ghz: 3.2,
         huge_page_bytes: 2 << 20,
-        tier_frames: vec![fast_frames, slow_frames],
-        tier_base_pfn: vec![0, slow_base],
-        tier_names: vec!["DRAM".into(), "PCM".into()],
-        tier_read_ns: vec![13.5, 19.5],
-        tier_write_ns: vec![28.5, 171.0],
-        tier_gbps: vec![10.7, 10.7],
+        tiers: vec![tier("DRAM", fast_frames, 0, 13.5, 28.5), tier("PCM", slow_frames, slow_base, 19.5, 171.0)],
         clflush_cycles_per_line: 8,
         shootdown_cycles: 300,
         poison_fault_ns: 1000.0,
         footprint_bytes: 0,
         total_refs: 0,
+        tenants: 1,
     }
 }
 

@@ -20,10 +20,10 @@
 //! modelled as Rainbow's (raise while written-back traffic is seen).
 
 use super::dram_cache::{admit, prune_held, Admit, DramLists, SlotCounts, Threshold, Utility};
-use super::{Policy, PolicyReport};
-use crate::machine::copies::{CopyMode, CopySpec};
+use super::{Epoch, PageSize, Policy, PolicyReport, Requirements};
+use crate::machine::copies::{CopyMode, CopySpec, Copies};
 use crate::machine::placement::Placement;
-use crate::machine::{MachineInfo, Observer, Owner, RefOutcome};
+use crate::machine::{MachineInfo, Observer, Owner, PageRef, RefOutcome, TierId};
 use crate::mechanism::Mechanisms;
 use crate::params;
 use crate::trace::Access;
@@ -75,11 +75,11 @@ impl<const HUGE: bool> Hscc<HUGE> {
     }
 
     #[cold]
-    fn try_admit(&mut self, frame: u64, count: u64, mech: &mut Mechanisms) {
+    fn try_admit(&mut self, frame: u64, count: u64, mech: &mut Mechanisms<Copies>) {
         let Owner::Data { tenant, addr } = mech.owner(frame) else { return };
         let fast = &self.fast;
         let victim_count = |f: u64| fast.last(f);
-        match admit(mech, &mut self.lists, &self.util, self.threshold.cycles, tenant, addr, count, self.frames, victim_count) {
+        match admit(mech, &mut self.lists, &self.util, self.threshold.cycles, PageRef::new(tenant, addr), count, self.frames, victim_count) {
             Admit::Copied(f) => {
                 self.copied += 1;
                 self.held.push(f);
@@ -90,12 +90,21 @@ impl<const HUGE: bool> Hscc<HUGE> {
     }
 }
 
-impl<const HUGE: bool> Policy for Hscc<HUGE> {
+impl<const HUGE: bool> Policy<Copies> for Hscc<HUGE> {
     type Config = HsccConfig;
+
+    fn requirements(_: &HsccConfig) -> Requirements<CopySpec> {
+        Requirements {
+            page_size: if HUGE { PageSize::Huge } else { PageSize::Base },
+            placement: Placement::SlowOnly,
+            redirect: CopySpec { mode: CopyMode::Remap, bitmap_cache: None, bitmap_at_memory: false },
+            ..Requirements::default()
+        }
+    }
 
     fn new(cfg: HsccConfig, info: &MachineInfo) -> anyhow::Result<Self> {
         let name = if HUGE { "hscc-2m" } else { "hscc-4k" };
-        if info.tier_frames.len() < 2 {
+        if !info.has(TierId::SLOW) {
             anyhow::bail!("policy.{name}: needs a fast (DRAM) and a slow (NVM) tier");
         }
         if !(cfg.threshold_factor.is_finite() && cfg.threshold_factor >= 1.0) {
@@ -108,10 +117,10 @@ impl<const HUGE: bool> Policy for Hscc<HUGE> {
             util,
             trigger: 0,
             frames,
-            slow_base: info.tier_base_pfn[1],
-            count: vec![0; info.tier_frames[1].div_ceil(frames) as usize],
+            slow_base: info.tier(TierId::SLOW).base_pfn,
+            count: vec![0; info.tier(TierId::SLOW).frames.div_ceil(frames) as usize],
             touched: Vec::new(),
-            fast: SlotCounts::new(info.tier_base_pfn[0], info.tier_frames[0], frames),
+            fast: SlotCounts::new(info.tier(TierId::FAST).base_pfn, info.tier(TierId::FAST).frames, frames),
             lists: DramLists::default(),
             held: Vec::new(),
             full: false,
@@ -124,20 +133,9 @@ impl<const HUGE: bool> Policy for Hscc<HUGE> {
         Ok(p)
     }
 
-    fn placement(&self) -> Placement {
-        Placement::SlowOnly
-    }
-
-    fn thp(&self) -> Option<bool> {
-        Some(HUGE)
-    }
-
-    fn copies(&self) -> Option<CopySpec> {
-        Some(CopySpec { mode: CopyMode::Remap, bitmap_cache: None, bitmap_at_memory: false })
-    }
 
     #[inline]
-    fn on_reference(&mut self, a: &Access, out: &RefOutcome, mech: &mut Mechanisms) {
+    fn on_reference(&mut self, a: &Access, out: &RefOutcome, mech: &mut Mechanisms<Copies>) {
         let pfn = out.paddr >> 12;
         let w = if a.is_write() { self.util.write_weight } else { 1 };
         let w16 = w.min(u16::MAX as u32) as u16;
@@ -156,7 +154,7 @@ impl<const HUGE: bool> Policy for Hscc<HUGE> {
         self.fast.add(pfn, w16);
     }
 
-    fn on_epoch(&mut self, _now: u64, mech: &mut Mechanisms) {
+    fn on_epoch(&mut self, _epoch: &Epoch, mech: &mut Mechanisms<Copies>) {
         self.intervals += 1;
         self.fast.roll();
         for &i in &self.touched {
@@ -165,8 +163,8 @@ impl<const HUGE: bool> Policy for Hscc<HUGE> {
         self.touched.clear();
         prune_held(&mut self.held, mech);
         let (fast, frames, cp) = (&self.fast, self.frames, mech.copies());
-        self.lists.rebuild(&self.held, |f| fast.last(f), |f| cp.is_some_and(|c| c.is_dirty(f, frames)));
-        let drops = mech.copies().map_or(0, |c| c.stats.dirty_drops);
+        self.lists.rebuild(&self.held, |f| fast.last(f), |f| cp.is_dirty(f, frames));
+        let drops = mech.copies().stats.dirty_drops;
         let written_back = drops - self.dirty_drops_before;
         self.dirty_drops_before = drops;
         self.threshold.end_interval(written_back);

@@ -1,20 +1,26 @@
 //! kstaled-style idle-page detection (Thermostat §2.1, Fig. 1): the baseline that
 //! Thermostat argues against.
 //!
-//! A background thread scans every page's Accessed bit at a fixed interval and clears
-//! it (flushing the translations it cleared, which is what makes frequent scanning
-//! expensive). A page whose bit stayed clear for `idle_s` worth of scans moves to the
-//! slow tier; there it is poisoned, and the first access to it faults and brings it
-//! back. The scheme sees only "touched or not": it cannot estimate access rates, so
-//! it has no way to bound the slowdown — Thermostat's point.
+//! A background kernel thread scans every page's Accessed bit at a fixed interval and
+//! clears it (flushing the translations it cleared, which is what makes frequent
+//! scanning expensive). A page whose bit stayed clear for `idle_s` worth of scans
+//! moves to the slow tier; there it is poisoned, and the first access to it faults and
+//! brings it back (in the fault handler, on the faulting core, as NUMA hinting faults
+//! do). The scheme sees only "touched or not": it cannot estimate access rates, so it
+//! has no way to bound the slowdown — Thermostat's point.
+//!
+//! Built on the monitoring layer: a [`Pacer`] times the scans (a scan that comes due
+//! while the thread still scans or demotes waits for it), a [`Tracker`] keeps each
+//! page's idle age. The scan and the demotions are jobs of one kernel thread, run
+//! over simulated time beside the application.
 
-use super::Policy;
-use crate::machine::{FaultEvent, FaultKind, MachineInfo, Observer, RefOutcome};
-use crate::mechanism::Mechanisms;
+use super::{Policy, Requirements};
+use crate::machine::{FaultEvent, FaultKind, MachineInfo, Observer, PageRef, RefOutcome, ScanEvent, TierId};
+use crate::mechanism::{Job, JobDone, Mechanisms, Op, ScanMode, Scope, ThreadId, ThreadKind};
+use crate::monitor::{Pacer, Period, Tracker};
 use crate::params;
 use crate::trace::Access;
 use serde_json::json;
-use std::collections::HashMap;
 
 params! {
     /// Parameters of the kstaled baseline.
@@ -30,52 +36,34 @@ params! {
     }
 }
 
+const THREAD: ThreadId = ThreadId(0);
+const SCAN: u64 = 0;
+const DEMOTE: u64 = 1;
+
 pub struct Kstaled {
-    cfg: KstaledConfig,
     /// Scans a page must stay idle before it is demoted.
     idle_scans: u32,
-    scan_refs: u64,
-    scan_cycles: u64,
-    refs: u64,
-    next_check: u64,
-    last_scan: u64,
-    /// Consecutive idle scans per page (tenant, managed address of the page).
-    idle: HashMap<(u16, u64), u32>,
+    pacer: Pacer,
+    tracker: Tracker,
+    /// Fast pages the running scan found idle long enough.
+    idle: Vec<PageRef>,
     /// Slow pages that faulted and go back to the fast tier at the next reference.
-    promote: Vec<(u16, u64)>,
+    promote: Vec<PageRef>,
     demoted: u64,
     promoted: u64,
-    scans: u64,
 }
 
 impl Observer for Kstaled {
     fn on_fault(&mut self, e: &FaultEvent) {
         if e.kind == FaultKind::Poison {
-            self.promote.push((e.tenant, e.addr));
+            self.promote.push(PageRef::new(e.tenant, e.addr));
         }
     }
-}
 
-impl Kstaled {
-    fn scan(&mut self, mech: &mut Mechanisms) {
-        self.scans += 1;
-        let mut demote = Vec::new();
-        for t in 0..mech.tenants() as u16 {
-            let idle = &mut self.idle;
-            let limit = self.idle_scans;
-            mech.scan(t, 0, u64::MAX, true, |p| {
-                let n = idle.entry((t, p.addr)).or_insert(0);
-                *n = if p.accessed { 0 } else { *n + 1 };
-                if *n >= limit && p.tier == 0 {
-                    demote.push((t, p.addr));
-                }
-            });
-        }
-        for (t, addr) in demote {
-            if mech.migrate(t, addr, 1).is_ok() {
-                let _ = mech.poison(t, addr);
-                self.demoted += 1;
-            }
+    fn on_scan(&mut self, e: &ScanEvent) {
+        self.tracker.record_scan(&e.page);
+        if e.page.tier == TierId::FAST && self.tracker.idle_scans(&e.page) >= self.idle_scans {
+            self.idle.push(e.page.at());
         }
     }
 }
@@ -83,74 +71,73 @@ impl Kstaled {
 impl Policy for Kstaled {
     type Config = KstaledConfig;
 
+    fn requirements(_: &KstaledConfig) -> Requirements<()> {
+        Requirements { threads: vec![ThreadKind::Kernel], ..Requirements::default() }
+    }
+
     fn new(cfg: KstaledConfig, m: &MachineInfo) -> anyhow::Result<Self> {
-        if !(cfg.scan_interval_s.is_finite() && cfg.scan_interval_s > 0.0) {
-            anyhow::bail!("policy.kstaled.scan_interval_s: must be positive, got {}", cfg.scan_interval_s);
-        }
         if !(cfg.idle_s.is_finite() && cfg.idle_s >= cfg.scan_interval_s) {
             anyhow::bail!("policy.kstaled.idle_s: must be at least scan_interval_s, got {}", cfg.idle_s);
         }
-        if m.tier_frames.len() < 2 {
+        if !m.has(TierId::SLOW) {
             anyhow::bail!("policy.kstaled: needs a slow tier");
         }
-        let idle_scans = (cfg.idle_s / cfg.scan_interval_s).round().max(1.0) as u32;
-        let scan_refs = if cfg.scans_per_run > 0 { (m.total_refs / cfg.scans_per_run as u64).max(1) } else { 0 };
-        Ok(Kstaled {
-            idle_scans,
-            scan_refs,
-            scan_cycles: (cfg.scan_interval_s * m.freq_ghz * 1e9) as u64,
-            refs: 0,
-            next_check: if scan_refs > 0 { scan_refs } else { 1024 },
-            last_scan: 0,
-            idle: HashMap::new(),
-            promote: Vec::new(),
-            demoted: 0,
-            promoted: 0,
-            scans: 0,
-            cfg,
-        })
+        let idle_scans = (cfg.idle_s / cfg.scan_interval_s).round().clamp(1.0, 255.0) as u32;
+        let period = Period::from_config(cfg.scan_interval_s, cfg.scans_per_run);
+        let pacer = Pacer::new(period, m, "policy.kstaled.scan_interval_s").map_err(anyhow::Error::msg)?;
+        Ok(Kstaled { idle_scans, pacer, tracker: Tracker::new(), idle: Vec::new(), promote: Vec::new(), demoted: 0, promoted: 0 })
     }
 
     #[inline]
     fn on_reference(&mut self, _a: &Access, _o: &RefOutcome, mech: &mut Mechanisms) {
-        self.refs += 1;
         if !self.promote.is_empty() {
             // The hint fault's handler migrates the page back (synchronously, on the
             // faulting core, as NUMA hinting faults do).
-            for (t, addr) in std::mem::take(&mut self.promote) {
-                if mech.migrate(t, addr, 0).is_ok() {
-                    let _ = mech.unpoison(t, addr);
-                    self.idle.insert((t, addr), 0);
+            for page in std::mem::take(&mut self.promote) {
+                if mech.migrate(page, TierId::FAST).is_ok() {
+                    let _ = mech.unpoison(page);
                     self.promoted += 1;
                 }
             }
         }
-        if self.refs < self.next_check {
-            return;
-        }
         let now = mech.now();
-        if mech.background_busy() {
-            // The scanner thread has not finished its previous scan.
-            self.next_check = self.refs + 1024;
-            return;
+        if self.pacer.due(now) {
+            if mech.thread(THREAD).is_ok_and(|t| t.idle) {
+                self.pacer.start(now);
+                let mut job = Job::new(SCAN);
+                job.push(Op::Scan { scope: Scope::All, mode: ScanMode::Clear });
+                let _ = mech.submit(THREAD, job);
+            } else {
+                // The thread has not finished the previous scan and its demotions.
+                self.pacer.wait(now);
+            }
         }
-        if self.scan_refs > 0 || now >= self.last_scan + self.scan_cycles {
-            self.last_scan = now;
-            self.scan(&mut mech.in_background());
+    }
+
+    fn on_job_done(&mut self, done: &JobDone, mech: &mut Mechanisms) {
+        match done.tag {
+            SCAN => {
+                let mut job = Job::new(DEMOTE);
+                for page in std::mem::take(&mut self.idle) {
+                    job.push(Op::Migrate { page, to: TierId::SLOW }).then(Op::Poison { page });
+                }
+                if !job.is_empty() {
+                    let _ = mech.submit(THREAD, job);
+                }
+            }
+            _ => self.demoted += done.results.iter().step_by(2).filter(|r| r.is_ok()).count() as u64,
         }
-        self.next_check = self.refs + if self.scan_refs > 0 { self.scan_refs } else { 1024 };
     }
 
     fn report(&self, out: &mut super::PolicyReport) {
-        out.insert("scans".into(), json!(self.scans));
+        out.insert("scans".into(), json!(self.pacer.periods()));
         out.insert("idle_scans_to_demote".into(), json!(self.idle_scans));
         out.insert("demoted_pages".into(), json!(self.demoted));
         out.insert("promoted_pages".into(), json!(self.promoted));
-        if self.scan_refs > 0 {
-            out.insert(
-                "note".into(),
-                json!(format!("scan interval scaled to the run: {} scans of {} references", self.cfg.scans_per_run, self.scan_refs)),
-            );
+        let pacing = self.pacer.report("the scan interval");
+        if let Some(note) = &pacing.note {
+            out.insert("note".into(), json!(note));
         }
+        out.insert("pacing".into(), json!(pacing));
     }
 }

@@ -1,28 +1,29 @@
 //! Page-management policies: decisions only.
 //!
 //! A policy is one file in this folder implementing [`Policy`], plus one line in
-//! [`registry`]. It must write `new` (and usually `on_epoch`); every event hook has a
-//! no-op default that the compiler removes, because the engine is generic over the
-//! policy type: the name → type dispatch happens once per run, never per reference.
+//! [`registry`]. It must write `new` (and usually `on_epoch` or `on_reference`);
+//! every other hook has a no-op default that the compiler removes, because the
+//! engine is generic over the policy type: the name → type dispatch happens once per
+//! run, never per reference. docs/policies.md walks through writing one.
 //!
 //! Hooks that observe the machine mid-reference (`on_tlb_miss`, `on_memory_access`,
-//! `on_fault`, from [`Observer`]) may only record; a policy that acts on the fly does
-//! so in `on_reference`, which runs after the reference completed and gets the
-//! mechanisms, or at epochs.
+//! `on_fault`, `on_scan`, from [`Observer`]) may only record; a policy acts in
+//! `on_reference` (after the reference completed, on its core), `on_epoch`, or
+//! `on_job_done` (on the background thread that finished the job).
 
 pub mod baselines;
 pub mod dram_cache;
 pub mod hscc;
 pub mod kstaled;
+pub mod lru;
 pub mod params;
 pub mod rainbow;
 pub mod registry;
 pub mod thermostat;
 
-use crate::machine::copies::CopySpec;
 use crate::machine::placement::Placement;
-use crate::machine::{MachineInfo, Observer, RefOutcome};
-use crate::mechanism::Mechanisms;
+use crate::machine::{MachineInfo, NoRedirect, Observer, Redirect, RefOutcome};
+use crate::mechanism::{JobDone, Mechanisms, ThreadKind};
 use crate::trace::Access;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -31,45 +32,106 @@ use std::collections::BTreeMap;
 /// Policy-specific figures for the report, by name.
 pub type PolicyReport = BTreeMap<String, serde_json::Value>;
 
-/// A page-management policy.
-pub trait Policy: Observer + Sized {
+/// The page size a policy is defined for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PageSize {
+    /// Whatever `machine.page_table.thp` says.
+    #[default]
+    Configured,
+    /// Base (4 KiB) pages only.
+    Base,
+    /// Huge pages on first touch (transparent huge pages), falling back to base pages
+    /// when no huge frame is free.
+    Huge,
+}
+
+impl PageSize {
+    /// Whether first touch maps huge pages, given the configuration's choice.
+    pub fn thp(self, configured: bool) -> bool {
+        match self {
+            PageSize::Configured => configured,
+            PageSize::Base => false,
+            PageSize::Huge => true,
+        }
+    }
+}
+
+/// How the fast tier is sized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FastTier {
+    /// As `machine.tiers.fast.capacity` says.
+    #[default]
+    Configured,
+    /// Grown to hold the whole footprint (the all-fast upper bound).
+    HoldsFootprint,
+}
+
+/// What a policy needs of the machine, declared from its configuration before the
+/// machine is built; the report's configuration shows the machine as built.
+#[derive(Clone, Debug)]
+pub struct Requirements<S> {
+    pub page_size: PageSize,
+    /// Where first touch puts pages.
+    pub placement: Placement,
+    pub fast_tier: FastTier,
+    /// The background threads it hands jobs to, in `ThreadId` order.
+    pub threads: Vec<ThreadKind>,
+    /// The specification of the machine's redirection structure (`()` for none).
+    pub redirect: S,
+}
+
+impl<S: Default> Default for Requirements<S> {
+    fn default() -> Self {
+        Requirements {
+            page_size: PageSize::Configured,
+            placement: Placement::FastFirst,
+            fast_tier: FastTier::Configured,
+            threads: Vec::new(),
+            redirect: S::default(),
+        }
+    }
+}
+
+/// An epoch boundary, or several a core crossed at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Epoch {
+    /// The last boundary crossed, in cycles.
+    pub now: u64,
+    /// Boundaries this call stands for: more than one when a core was stalled (by a
+    /// mechanism, say) across several; they are delivered as one call, not back to
+    /// back.
+    pub boundaries: u64,
+    /// Number of the last boundary crossed (the first epoch ends at boundary 1).
+    pub index: u64,
+}
+
+/// A page-management policy, on a machine whose redirection structure is `R`
+/// ([`NoRedirect`] unless its registry line names another).
+pub trait Policy<R: Redirect = NoRedirect>: Observer + Sized {
     /// The policy's parameters: `Default` gives its paper's values, every field has a
     /// `///` doc; read from `[policy.<name>]`.
     type Config: Default + Serialize + DeserializeOwned + Clone + params::Params;
 
-    /// Creates the policy for a machine.
+    /// What the policy needs of the machine (page size, placement, tier sizing,
+    /// background threads, redirection), from its configuration.
+    fn requirements(_config: &Self::Config) -> Requirements<R::Spec> {
+        Requirements::default()
+    }
+
+    /// Creates the policy for the machine its requirements described.
     fn new(config: Self::Config, machine: &MachineInfo) -> anyhow::Result<Self>;
 
-    /// Where pages go on first touch.
-    fn placement(&self) -> Placement {
-        Placement::FastFirst
-    }
-
-    /// The page size the policy is defined for: `Some(true)` maps huge pages on first
-    /// touch, `Some(false)` base pages only, `None` follows `machine.page_table.thp`.
-    fn thp(&self) -> Option<bool> {
-        None
-    }
-
-    /// Fast-tier copies of slow pages the machine must keep for the policy (Rainbow,
-    /// HSCC); see [`crate::machine::copies`].
-    fn copies(&self) -> Option<CopySpec> {
-        None
-    }
-
-    /// Whether the fast tier should be grown to hold the whole footprint (the
-    /// all-fast upper bound only).
-    fn fast_tier_unlimited(&self) -> bool {
-        false
-    }
-
-    /// Called after every reference, with what it cost and the mechanisms (charged to
-    /// the reference's core).
+    /// Called after every reference, with what it cost and the mechanisms of its core.
     #[inline]
-    fn on_reference(&mut self, _access: &Access, _outcome: &RefOutcome, _mech: &mut Mechanisms) {}
+    fn on_reference(&mut self, _access: &Access, _outcome: &RefOutcome, _mech: &mut Mechanisms<R>) {}
 
-    /// Called at every epoch boundary (`engine.epoch_cycles`), with the mechanisms.
-    fn on_epoch(&mut self, _now: u64, _mech: &mut Mechanisms) {}
+    /// Called when the slowest core crosses an epoch boundary (`engine.epoch_cycles`),
+    /// with the mechanisms of that core.
+    fn on_epoch(&mut self, _epoch: &Epoch, _mech: &mut Mechanisms<R>) {}
+
+    /// Called when a background job is done, with the mechanisms of the thread that
+    /// ran it (see `crate::mechanism` on what to run there and what to submit).
+    fn on_job_done(&mut self, _done: &JobDone, _mech: &mut Mechanisms<R>) {}
 
     /// Adds policy-specific figures to the report.
     fn report(&self, _out: &mut PolicyReport) {}

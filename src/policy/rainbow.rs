@@ -27,10 +27,10 @@
 //! paper charges it to the application (Fig. 15).
 
 use super::dram_cache::{admit, prune_held, Admit, DramLists, SlotCounts, Threshold, Utility};
-use super::{Policy, PolicyReport};
-use crate::machine::copies::{BitmapCacheConfig, CopyMode, CopySpec};
+use super::{Epoch, PageSize, Policy, PolicyReport, Requirements};
+use crate::machine::copies::{BitmapCacheConfig, CopyMode, CopySpec, Copies};
 use crate::machine::placement::Placement;
-use crate::machine::{MachineInfo, MemEvent, MemKind, Observer, Owner};
+use crate::machine::{MachineInfo, MemEvent, MemKind, Observer, Owner, PageRef, TierId};
 use crate::mechanism::Mechanisms;
 use crate::params;
 use crate::units::Size;
@@ -112,7 +112,7 @@ impl Observer for Rainbow {
         }
         let w = if e.write { self.util.write_weight } else { 1 };
         let pfn = e.paddr >> 12;
-        if e.tier == 1 {
+        if e.tier == TierId::SLOW {
             let i = (pfn - self.slow_base) as usize;
             let sp = i / self.huge_frames as usize;
             let c = &mut self.sp_count[sp];
@@ -134,7 +134,7 @@ impl Observer for Rainbow {
             }
             let v = (*c & SMALL_MAX) as u32 + w;
             *c = if v > SMALL_MAX as u32 { OVERFLOW | SMALL_MAX } else { (*c & OVERFLOW) | v as u16 };
-        } else if e.tier == 0 {
+        } else if e.tier == TierId::FAST {
             self.fast.add(pfn, w.min(u16::MAX as u32) as u16);
         }
     }
@@ -164,7 +164,7 @@ impl Rainbow {
 
     /// Stage 2 → migration: the counted small pages, hottest first, each copied while
     /// the utility model says it pays (Eq. 1 with free DRAM, Eq. 2 against a victim).
-    fn migrate_hot(&mut self, mech: &mut Mechanisms) {
+    fn migrate_hot(&mut self, mech: &mut Mechanisms<Copies>) {
         let mut cands: Vec<(u64, u64)> = self
             .small_touched
             .iter()
@@ -172,15 +172,14 @@ impl Rainbow {
             .collect();
         cands.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         for (count, frame) in cands {
-            let Some(cp) = mech.copies() else { return };
-            if cp.copy_of(frame).is_some() {
+            if mech.copies().copy_of(frame).is_some() {
                 continue;
             }
             let Owner::Data { tenant, addr } = mech.owner(frame) else { continue };
             let fast = &self.fast;
             let victim_count = |f: u64| fast.last(f);
-            let before = mech.copies().map_or(0, |c| c.stats.dirty_drops);
-            match admit(mech, &mut self.lists, &self.util, self.threshold.cycles, tenant, addr, count, 1, victim_count) {
+            let before = mech.copies().stats.dirty_drops;
+            match admit(mech, &mut self.lists, &self.util, self.threshold.cycles, PageRef::new(tenant, addr), count, 1, victim_count) {
                 Admit::Copied(f) => {
                     self.copied += 1;
                     self.held.push(f);
@@ -192,7 +191,7 @@ impl Rainbow {
                 }
                 Admit::NoVictim => break,
             }
-            self.writebacks_this_interval += mech.copies().map_or(0, |c| c.stats.dirty_drops) - before;
+            self.writebacks_this_interval += mech.copies().stats.dirty_drops - before;
         }
     }
 
@@ -241,11 +240,28 @@ impl Rainbow {
     }
 }
 
-impl Policy for Rainbow {
+impl Policy<Copies> for Rainbow {
     type Config = RainbowConfig;
 
+    fn requirements(cfg: &RainbowConfig) -> Requirements<CopySpec> {
+        Requirements {
+            page_size: PageSize::Huge,
+            placement: Placement::SlowOnly,
+            redirect: CopySpec {
+                mode: CopyMode::Redirect,
+                bitmap_cache: cfg.bitmap_cache.then_some(BitmapCacheConfig {
+                    entries: cfg.bitmap_cache_entries,
+                    ways: cfg.bitmap_cache_ways,
+                    latency_cycles: cfg.bitmap_cache_cycles,
+                }),
+                bitmap_at_memory: cfg.bitmap_at_memory,
+            },
+            ..Requirements::default()
+        }
+    }
+
     fn new(cfg: RainbowConfig, info: &MachineInfo) -> anyhow::Result<Self> {
-        if info.tier_frames.len() < 2 {
+        if !info.has(TierId::SLOW) {
             anyhow::bail!("policy.rainbow: needs a fast (DRAM) and a slow (NVM) tier");
         }
         if cfg.top_n == 0 && cfg.two_stage {
@@ -262,8 +278,9 @@ impl Policy for Rainbow {
             anyhow::bail!("policy.rainbow.threshold_factor: must be a number ≥ 1, got {}", cfg.threshold_factor);
         }
         let huge_frames = info.huge_page_bytes >> 12;
-        let slow_frames = info.tier_frames[1];
-        // §III-A: every page lives in an NVM superpage (plus the in-memory bitmap).
+        let slow_frames = info.tier(TierId::SLOW).frames;
+        // §III-A: every page lives in an NVM superpage (plus the in-memory bitmap, which
+        // the machine adds to a slow tier given as a share of the footprint).
         let pages = info.footprint_bytes.div_ceil(info.huge_page_bytes) * info.huge_page_bytes;
         let needed = |frames: u64| pages + frames.div_ceil(8 * 4096) * 4096;
         if needed(slow_frames) > slow_frames << 12 {
@@ -283,14 +300,14 @@ impl Policy for Rainbow {
             threshold: Threshold { cycles: 0.0, factor: cfg.threshold_factor, floor: util.t_mig },
             util,
             huge_frames,
-            slow_base: info.tier_base_pfn[1],
+            slow_base: info.tier(TierId::SLOW).base_pfn,
             sp_count: vec![0; superpages],
             sp_touched: Vec::new(),
             sp_slot: vec![0; superpages],
             monitored: Vec::new(),
             small: vec![0; small_len],
             small_touched: Vec::new(),
-            fast: SlotCounts::new(info.tier_base_pfn[0], info.tier_frames[0], 1),
+            fast: SlotCounts::new(info.tier(TierId::FAST).base_pfn, info.tier(TierId::FAST).frames, 1),
             slow_frames,
             lists: DramLists::default(),
             held: Vec::new(),
@@ -303,34 +320,14 @@ impl Policy for Rainbow {
         })
     }
 
-    fn placement(&self) -> Placement {
-        Placement::SlowOnly
-    }
-
-    fn thp(&self) -> Option<bool> {
-        Some(true)
-    }
-
-    fn copies(&self) -> Option<CopySpec> {
-        Some(CopySpec {
-            mode: CopyMode::Redirect,
-            bitmap_cache: self.cfg.bitmap_cache.then_some(BitmapCacheConfig {
-                entries: self.cfg.bitmap_cache_entries,
-                ways: self.cfg.bitmap_cache_ways,
-                latency_cycles: self.cfg.bitmap_cache_cycles,
-            }),
-            bitmap_at_memory: self.cfg.bitmap_at_memory,
-        })
-    }
-
-    fn on_epoch(&mut self, _now: u64, mech: &mut Mechanisms) {
+    fn on_epoch(&mut self, _epoch: &Epoch, mech: &mut Mechanisms<Copies>) {
         self.intervals += 1;
         // This interval's DRAM-side counts rank the victims.
         self.fast.roll();
         let copies_before = self.copied;
         prune_held(&mut self.held, mech);
         let (fast, cp) = (&self.fast, mech.copies());
-        self.lists.rebuild(&self.held, |f| fast.last(f), |f| cp.is_some_and(|c| c.is_dirty(f, 1)));
+        self.lists.rebuild(&self.held, |f| fast.last(f), |f| cp.is_dirty(f, 1));
         self.writebacks_this_interval = 0;
         self.migrate_hot(mech);
         prune_held(&mut self.held, mech);
@@ -373,8 +370,9 @@ impl Policy for Rainbow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::placement::Placement;
-    use crate::machine::{Machine, MachineConfig, TenantKind};
+    use crate::machine::{Build, Machine, MachineConfig, TenantKind};
+    use crate::mechanism::Runtime;
+    use crate::policy::Epoch;
     use crate::trace::Access;
     use crate::units::Capacity;
 
@@ -395,7 +393,7 @@ mod tests {
     /// A memory-controller access to base page `page` of slow superpage `sp`.
     fn slow(sp: u64, page: u64, write: bool, kind: MemKind) -> MemEvent {
         let pfn = SLOW_BASE + sp * HF + page;
-        MemEvent { core: 0, paddr: pfn << 12 | 0x40, tier: 1, write, kind, latency: 0 }
+        MemEvent { core: 0, paddr: pfn << 12 | 0x40, tier: TierId::SLOW, write, kind, latency: 0 }
     }
 
     fn feed(r: &mut Rainbow, e: MemEvent, times: u64) {
@@ -421,7 +419,7 @@ mod tests {
         // Nothing is monitored before the first selection: no small-page counts.
         assert!(r.small_touched.is_empty() && r.monitored.is_empty());
         // DRAM-side counts (copies): frame 5 read once and written back once = 1 + 3.
-        let fast = |write| MemEvent { core: 0, paddr: 5 << 12, tier: 0, write, kind: MemKind::Demand, latency: 0 };
+        let fast = |write| MemEvent { core: 0, paddr: 5 << 12, tier: TierId::FAST, write, kind: MemKind::Demand, latency: 0 };
         feed(&mut r, fast(false), 1);
         feed(&mut r, fast(true), 1);
         assert_eq!((r.fast.count[5], r.fast.touched.clone()), (4, vec![5]));
@@ -534,23 +532,28 @@ mod tests {
         cfg.page_table.thp = true;
         cfg.tiers.fast.capacity = Capacity::Bytes(4 * MIB);
         cfg.tiers.slow.capacity = Capacity::Bytes(8 * MIB);
-        let mut m = Machine::new(&cfg, &[TenantKind::Process], 6 * MIB, Placement::SlowOnly, false, true).unwrap();
-        let mut r = Rainbow::new(RainbowConfig { top_n: 4, write_weight: 1, ..RainbowConfig::default() }, &m.info()).unwrap();
-        m.enable_copies(&r.copies().unwrap()).unwrap();
+        let rcfg = RainbowConfig { top_n: 4, write_weight: 1, ..RainbowConfig::default() };
+        let req = Rainbow::requirements(&rcfg);
+        let mut b = Build::new(&cfg, &[TenantKind::Process], 6 * MIB);
+        (b.thp, b.placement, b.redirect, b.verify) = (true, req.placement, req.redirect, true);
+        let mut m = Machine::<Copies>::new(&cfg, &b).unwrap();
+        let mut rt = Runtime::new(&[], 1);
+        let mut r = Rainbow::new(rcfg, m.info()).unwrap();
         // Map three superpages (1536 pages, more than the 1024 DRAM frames).
         for s in 0..3 {
             m.access(0, &Access::read(base + s * 2 * MIB, 8, 0), &mut ());
         }
-        let sp: Vec<u64> = (0..3).map(|s| Mechanisms::new(&mut m, 0).page(0, base + s * 2 * MIB).unwrap().pfn).collect();
-        let slow_base = m.alloc.base(1);
-        let ev = |pfn: u64| MemEvent { core: 0, paddr: pfn << 12, tier: 1, write: false, kind: MemKind::Demand, latency: 0 };
+        let sp: Vec<u64> = (0..3).map(|s| m.space().page_info(PageRef::new(0, base + s * 2 * MIB)).unwrap().pfn).collect();
+        let slow_base = m.info().tier(TierId::SLOW).base_pfn;
+        let ev = |pfn: u64| MemEvent { core: 0, paddr: pfn << 12, tier: TierId::SLOW, write: false, kind: MemKind::Demand, latency: 0 };
+        let epoch = |i| Epoch { now: i, boundaries: 1, index: i };
         // Interval 1: the three superpages are counted and selected.
         for &p in &sp {
             r.on_memory_access(&ev(p));
         }
-        r.on_epoch(0, &mut Mechanisms::new(&mut m, 0));
+        r.on_epoch(&epoch(1), &mut Mechanisms::on_core(&mut m, &mut rt, 0));
         assert_eq!(r.monitored.len(), 3);
-        assert_eq!(m.copies.as_ref().unwrap().stats.copies_made, 0);
+        assert_eq!(m.redirect().stats.copies_made, 0);
         // Interval 2: page j (j = 0 … 1535, superpage j / 512) gets c_min + 1535 − j
         // accesses, so page 0 is the hottest, and every page is worth copying even in
         // place of a dirty victim of count 0 (Eq. 2): c_min = ⌈(T_mig + T_wb) / gain⌉.
@@ -559,8 +562,8 @@ mod tests {
         for j in 0..1536 {
             feed(&mut r, ev(frame(j)), c_min + 1535 - j);
         }
-        r.on_epoch(1, &mut Mechanisms::new(&mut m, 0));
-        let cp = m.copies.as_ref().unwrap();
+        r.on_epoch(&epoch(2), &mut Mechanisms::on_core(&mut m, &mut rt, 0));
+        let cp = m.redirect();
         let held = cp.held();
         assert!(held > 900 && held < 1024, "DRAM filled up: {held} copies");
         // No copy was made and dropped in the same interval.

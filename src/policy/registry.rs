@@ -1,29 +1,35 @@
 //! The list of policies: one line per policy. Dispatch from a name to a type happens
-//! here, once per run.
+//! here, once per run. A policy whose machine needs a redirection structure names
+//! its type in brackets after the policy type.
 
 use super::baselines::{AllFast, AllSlow, FirstTouch, FlatStatic, RoundRobin};
 use super::hscc::Hscc;
 use super::kstaled::Kstaled;
+use super::lru::Lru;
 use super::rainbow::Rainbow;
 use super::thermostat::Thermostat;
 use super::Policy;
+use crate::machine::copies::Copies;
+use crate::machine::{NoRedirect, Redirect};
 
 /// Something to do with a policy type chosen by name (the engine's run, listing its
 /// parameters).
 pub trait PolicyVisitor {
     type Output;
-    fn visit<P: Policy>(self, name: &'static str) -> Self::Output;
+    fn visit<R: Redirect, P: Policy<R>>(self, name: &'static str) -> Self::Output;
 }
 
 macro_rules! policies {
-    ($( $name:literal => $ty:ty, $about:literal; )*) => {
+    (@redirect) => { NoRedirect };
+    (@redirect $r:ty) => { $r };
+    ($( $name:literal => $ty:ty $([$r:ty])?, $about:literal; )*) => {
         /// Every policy as (name, one-line description).
         pub const POLICIES: &[(&str, &str)] = &[ $( ($name, $about), )* ];
 
-        /// Calls `v.visit::<P>()` for the policy called `name`.
+        /// Calls `v.visit::<R, P>()` for the policy called `name`.
         pub fn with_policy<V: PolicyVisitor>(name: &str, v: V) -> anyhow::Result<V::Output> {
             match name {
-                $( $name => Ok(v.visit::<$ty>($name)), )*
+                $( $name => Ok(v.visit::<policies!(@redirect $($r)?), $ty>($name)), )*
                 _ => anyhow::bail!(
                     "policy.name: unknown policy `{name}` (known: {})",
                     POLICIES.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
@@ -39,9 +45,10 @@ policies! {
     "first-touch" => FirstTouch, "fast tier until full, then slow; no migration";
     "flat-static" => FlatStatic, "pages interleaved over tiers by capacity ratio; no migration (Rainbow §IV-A)";
     "round-robin" => RoundRobin, "N fast : M slow pages in turn until fast is full; no migration (SpAR §4)";
-    "hscc-4k" => Hscc<false>, "DRAM caches hot 4 KiB NVM pages, counted per reference in the TLB, utility-based (HSCC, ICS'17, as Rainbow §IV-A)";
-    "hscc-2m" => Hscc<true>, "HSCC with 2 MiB pages: whole superpages cached in DRAM (Rainbow's HSCC-2MB-mig)";
-    "rainbow" => Rainbow, "NVM in 2 MiB superpages, hot 4 KiB pages copied to DRAM behind a migration bitmap (Rainbow)";
+    "lru" => Lru, "Linux-style active/inactive lists from Accessed-bit scans: promote active slow pages, demote inactive fast ones under watermarks";
+    "hscc-4k" => Hscc<false> [Copies], "DRAM caches hot 4 KiB NVM pages, counted per reference in the TLB, utility-based (HSCC, ICS'17, as Rainbow §IV-A)";
+    "hscc-2m" => Hscc<true> [Copies], "HSCC with 2 MiB pages: whole superpages cached in DRAM (Rainbow's HSCC-2MB-mig)";
+    "rainbow" => Rainbow [Copies], "NVM in 2 MiB superpages, hot 4 KiB pages copied to DRAM behind a migration bitmap (Rainbow)";
     "kstaled" => Kstaled, "Accessed-bit idle pages (idle for 10 s of scans) to slow memory, back on access (Thermostat §2.1)";
     "thermostat" => Thermostat, "huge-page-aware cold-page placement under a tolerable slowdown (Thermostat, ASPLOS'17)";
 }

@@ -19,24 +19,29 @@
 //!
 //! Every step goes through the mechanism layer and pays for itself: splits, A-bit
 //! scans, poisoning (with shootdowns), faults (`machine.costs.poison_fault_ns`, ≈1 µs),
-//! copies into and out of the slow tier, merges. The scans run in a background kernel
-//! thread: the application cores pay the faults, the shootdown IPIs and the memory
-//! traffic, not the thread's CPU time (reported as `mechanisms.background_cycles`).
+//! copies into and out of the slow tier, merges. Each scan's work is a job of one
+//! background kernel thread (§3.1), run over simulated time beside the application:
+//! the application cores pay the faults, the shootdown IPIs and the memory traffic as
+//! it happens, not the thread's CPU time (reported as `threads[0].busy_cycles`). A
+//! scan that comes due while the thread is still busy waits for it (the pacer reports
+//! how often and how long).
 //!
 //! Time: the paper's period is 30 s; simulated runs are usually far shorter, so with
 //! `periods_per_run > 0` (the preset uses 20) the run is cut into that many periods of
 //! equal reference counts and the report says so. Rates are always per simulated
-//! second.
+//! second. The records behind the rates (fault counts per page) live in a monitoring
+//! [`Tracker`], indexed by page number.
 
-use super::Policy;
-use crate::machine::{FaultEvent, FaultKind, MachineInfo, Observer, RefOutcome};
-use crate::mechanism::Mechanisms;
+
+use super::{Policy, Requirements};
+use crate::machine::{FaultEvent, FaultKind, MachineInfo, Observer, PageRef, RefOutcome, ScanEvent, TierId};
+use crate::mechanism::{Job, JobDone, JobId, Mechanisms, Op, ScanMode, Scope, ThreadId, ThreadKind};
+use crate::monitor::{Pacer, Period, Tracker};
 use crate::params;
 use crate::rng::Rng;
 use crate::trace::Access;
 use serde::Serialize;
 use serde_json::json;
-use std::collections::HashMap;
 
 params! {
     /// Parameters of Thermostat. Defaults are the paper's evaluation settings (§5).
@@ -125,6 +130,14 @@ fn choose<'a, T>(rng: &mut Rng, items: &'a mut [T], k: usize) -> &'a [T] {
     &items[..k]
 }
 
+/// The thread every scan's work runs on, and the tags of its jobs.
+const THREAD: ThreadId = ThreadId(0);
+const SPLIT: u64 = 0;
+const SAMPLE_SCAN: u64 = 1;
+const POISON: u64 = 2;
+const CLASSIFY: u64 = 3;
+const FALLBACK: u64 = 4;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scan {
     Split,
@@ -136,16 +149,51 @@ enum Scan {
 struct Sample {
     tenant: u16,
     region: u64,
-    /// Base pages found accessed after the split scan.
-    accessed: u64,
-    /// The poisoned base pages.
-    poisoned: Vec<u64>,
+    /// Page number of its first base page.
+    page: u64,
+    /// Base pages found accessed by the poison scan.
+    accessed: Vec<u64>,
+    /// The poisoned base pages (address, page number).
+    poisoned: Vec<(u64, u64)>,
 }
 
 /// A huge page in slow memory.
 struct Cold {
     tenant: u16,
     region: u64,
+    page: u64,
+}
+
+/// What each group of the classify job stands for, to read its results.
+enum Action {
+    /// Correction: cold page `i` back to fast memory (migrate, unpoison).
+    Back(usize),
+    /// A sampled page's poisoned base page unpoisoned.
+    Unpoison,
+    /// A sample placed in slow memory (merge there, poison) or merged back in place.
+    Place { sample: usize, cold: bool },
+}
+
+impl Action {
+    fn ops(&self) -> usize {
+        match self {
+            Action::Back(_) => 2,
+            Action::Unpoison => 1,
+            Action::Place { cold, .. } => 1 + *cold as usize,
+        }
+    }
+}
+
+/// A classify scan handed to the thread, until its job is done.
+struct Classifying {
+    actions: Vec<Action>,
+    samples: Vec<Sample>,
+    /// The period it ends, and its target when it ended.
+    period: u32,
+    target_pct: f64,
+    slow_rate: f64,
+    target: f64,
+    at: u64,
 }
 
 /// One period of the time series (Figs. 3 and 5–10).
@@ -173,19 +221,23 @@ pub struct Thermostat {
     t_s_ns: f64,
     freq_hz: f64,
     huge_bytes: u64,
-    /// References per scan when scaled to the run; 0 = time-based scans.
-    scan_refs: u64,
-    scan_cycles: u64,
-    refs: u64,
-    next_check: u64,
+    huge_frames: u64,
+    /// Paces the scans: three per sampling period.
+    pacer: Pacer,
+    /// The scan to start next.
     scan: Scan,
+    /// When the running scan started, and when the running period did.
     scan_start: u64,
     period_start: u64,
     period: u32,
+    /// Sampled huge pages, by (tenant, region).
     samples: Vec<Sample>,
+    /// The job of the poison scan, whose visits fill `samples[].accessed`.
+    sample_scan: Option<JobId>,
+    classifying: Option<Classifying>,
     cold: Vec<Cold>,
-    /// Poison faults per poisoned page (managed-space address of the page).
-    faults: HashMap<(u16, u64), u64>,
+    /// Poison faults per page.
+    tracker: Tracker,
     history: Vec<PeriodRecord>,
     to_slow_bytes: u64,
     corrected_bytes: u64,
@@ -203,14 +255,22 @@ pub struct Thermostat {
 impl Observer for Thermostat {
     fn on_fault(&mut self, e: &FaultEvent) {
         if e.kind == FaultKind::Poison {
-            if let Some(n) = self.faults.get_mut(&(e.tenant, e.addr)) {
-                *n += 1;
-                if e.huge {
-                    self.slow_faults += 1;
-                } else {
-                    self.sample_faults += 1;
-                }
+            self.tracker.record_fault(e.page);
+            if e.huge {
+                self.slow_faults += 1;
+            } else {
+                self.sample_faults += 1;
             }
+        }
+    }
+
+    fn on_scan(&mut self, e: &ScanEvent) {
+        if Some(JobId(e.job)) != self.sample_scan || !e.page.accessed {
+            return;
+        }
+        let key = (e.page.tenant, e.page.addr & !(self.huge_bytes - 1));
+        if let Ok(i) = self.samples.binary_search_by_key(&key, |s| (s.tenant, s.region)) {
+            self.samples[i].accessed.push(e.page.addr);
         }
     }
 }
@@ -234,169 +294,199 @@ impl Thermostat {
         cycles as f64 / self.freq_hz
     }
 
+    /// Huge pages of every tenant, and those of them in the fast tier.
+    fn huge_pages(mech: &Mechanisms) -> (u64, Vec<(PageRef, u64)>) {
+        let mut all = 0;
+        let mut fast = Vec::new();
+        mech.pages(Scope::All, |p| {
+            if p.huge {
+                all += 1;
+                if p.tier == TierId::FAST {
+                    fast.push((p.at(), p.page));
+                }
+            }
+        });
+        (all, fast)
+    }
+
     /// Scan 1: split a random sample of the fast tier's huge pages, clear their A bits.
     fn split_sample(&mut self, mech: &mut Mechanisms) {
-        let mut fast_huge = Vec::new();
-        let mut all_huge = 0u64;
-        for t in 0..mech.tenants() as u16 {
-            mech.for_each_page(t, 0, u64::MAX, |p| {
-                if p.huge {
-                    all_huge += 1;
-                    if p.tier == 0 {
-                        fast_huge.push((t, p.addr));
-                    }
-                }
-            });
-        }
+        let (all_huge, mut fast_huge) = Self::huge_pages(mech);
         let k = ((all_huge as f64 * self.cfg.sample_fraction).ceil() as usize).min(fast_huge.len());
-        for &(tenant, region) in choose(&mut self.rng, &mut fast_huge, k) {
-            if mech.split(tenant, region).is_err() {
-                continue;
-            }
-            self.splits += 1;
-            mech.scan(tenant, region, region + self.huge_bytes, true, |_| {});
-            self.samples.push(Sample { tenant, region, accessed: 0, poisoned: Vec::new() });
+        let mut job = Job::new(SPLIT);
+        self.samples.clear();
+        for &(page, number) in choose(&mut self.rng, &mut fast_huge, k) {
+            let range = Scope::Range { tenant: page.tenant, start: page.addr, end: page.addr + self.huge_bytes };
+            job.push(Op::Split { page }).then(Op::Scan { scope: range, mode: ScanMode::Clear });
+            self.samples.push(Sample { tenant: page.tenant, region: page.addr, page: number, accessed: Vec::new(), poisoned: Vec::new() });
         }
+        self.samples.sort_by_key(|s| (s.tenant, s.region));
+        let _ = mech.submit(THREAD, job);
     }
 
-    /// Scan 2: find each sample's accessed base pages; poison a random few.
-    fn poison_sample(&mut self, mech: &mut Mechanisms) {
+    /// Scan 2: find each sample's accessed base pages (then poison a random few, when
+    /// the scan is done).
+    fn scan_samples(&mut self, mech: &mut Mechanisms) {
+        let mut job = Job::new(SAMPLE_SCAN);
+        for s in &self.samples {
+            job.push(Op::Scan { scope: Scope::Range { tenant: s.tenant, start: s.region, end: s.region + self.huge_bytes }, mode: ScanMode::Read });
+        }
+        self.sample_scan = mech.submit(THREAD, job).ok();
+    }
+
+    /// The poison scan is done: poison at most `max_poisoned` random accessed base
+    /// pages of each sample.
+    fn poison_samples(&mut self, mech: &mut Mechanisms) {
+        self.sample_scan = None;
+        let mut job = Job::new(POISON);
         for s in &mut self.samples {
-            let mut accessed = Vec::new();
-            mech.scan(s.tenant, s.region, s.region + self.huge_bytes, false, |p| {
-                if p.accessed {
-                    accessed.push(p.addr);
-                }
-            });
-            s.accessed = accessed.len() as u64;
-            let n = accessed.len().min(self.cfg.max_poisoned as usize);
-            for &addr in choose(&mut self.rng, &mut accessed, n) {
-                if mech.poison(s.tenant, addr).is_ok() {
-                    self.faults.insert((s.tenant, addr), 0);
-                    s.poisoned.push(addr);
-                    self.poisoned_pages += 1;
-                }
+            let n = s.accessed.len().min(self.cfg.max_poisoned as usize);
+            for &addr in choose(&mut self.rng, &mut s.accessed, n) {
+                let number = s.page + ((addr - s.region) >> 12);
+                job.push(Op::Poison { page: PageRef::new(s.tenant, addr) });
+                s.poisoned.push((addr, number));
             }
         }
+        for s in &self.samples {
+            for &(_, number) in &s.poisoned {
+                self.tracker.reset_faults_in(number, 1);
+            }
+        }
+        let _ = mech.submit(THREAD, job);
     }
 
-    /// Scan 3: correct the slow set, classify the sample, merge it back.
+    /// Scan 3: correct the slow set (§3.5), classify the sample (§3.2–3.4) and merge it
+    /// back, as one job.
     fn classify(&mut self, mech: &mut Mechanisms, now: u64) {
         // Cold pages were counted since the previous classify scan (one period).
         let period_s = self.seconds(now - self.period_start).max(1e-12);
         self.period_start = now;
         let target = self.target_rate();
-        // §3.5: measured rate of every cold page over the period; move the hottest back.
-        let rates: Vec<f64> = self
-            .cold
-            .iter()
-            .map(|c| self.faults.get(&(c.tenant, c.region)).copied().unwrap_or(0) as f64 / period_s)
-            .collect();
-        let slow_rate = rates.iter().fold(0.0, |a, r| a + r);
-        let back = correct(&rates, target);
-        let mut moved_back = vec![false; self.cold.len()];
-        for &i in &back {
-            let c = &self.cold[i];
-            if mech.migrate(c.tenant, c.region, 0).is_ok() {
-                let _ = mech.unpoison(c.tenant, c.region);
-                self.faults.remove(&(c.tenant, c.region));
-                self.corrected_bytes += self.huge_bytes;
-                moved_back[i] = true;
-            }
-        }
-        let mut keep = moved_back.iter().map(|&b| !b);
-        self.cold.retain(|_| keep.next().unwrap_or(true));
+        let rates: Vec<f64> = self.cold.iter().map(|c| self.tracker.faults_in(c.page, self.huge_frames) as f64 / period_s).collect();
+        let slow_rate = rates.iter().sum();
         for c in &self.cold {
-            self.faults.insert((c.tenant, c.region), 0);
+            self.tracker.reset_faults_in(c.page, self.huge_frames);
         }
-
-        // §3.2–3.4: estimate the sampled pages' rates, place the coldest.
+        let mut job = Job::new(CLASSIFY);
+        let mut actions = Vec::new();
+        for i in correct(&rates, target) {
+            let page = PageRef::new(self.cold[i].tenant, self.cold[i].region);
+            job.push(Op::Migrate { page, to: TierId::FAST }).then(Op::Unpoison { page });
+            actions.push(Action::Back(i));
+        }
+        // The sample's rates over the poison-to-classify scan.
         let scan_s = self.seconds(now - self.scan_start).max(1e-12);
         let samples = std::mem::take(&mut self.samples);
         let est: Vec<f64> = samples
             .iter()
             .map(|s| {
-                let f: Vec<u64> = s.poisoned.iter().map(|&a| self.faults.remove(&(s.tenant, a)).unwrap_or(0)).collect();
-                estimate_rate(&f, s.accessed, scan_s)
+                let f: Vec<u64> = s.poisoned.iter().map(|&(_, n)| self.tracker.faults_in(n, 1)).collect();
+                estimate_rate(&f, s.accessed.len() as u64, scan_s)
             })
             .collect();
         for s in &samples {
-            for &a in &s.poisoned {
-                let _ = mech.unpoison(s.tenant, a);
+            for &(addr, _) in &s.poisoned {
+                job.push(Op::Unpoison { page: PageRef::new(s.tenant, addr) });
+                actions.push(Action::Unpoison);
             }
         }
-        let mut all_huge = 0u64;
-        for t in 0..mech.tenants() as u16 {
-            mech.for_each_page(t, 0, u64::MAX, |p| all_huge += p.huge as u64);
-        }
+        let (all_huge, _) = Self::huge_pages(mech);
         let f = samples.len() as f64 / (all_huge + samples.len() as u64).max(1) as f64;
-        let cold = select_cold(&est, f * target);
-        let mut new_cold = 0;
-        for (s, &is_cold) in samples.iter().zip(&cold) {
-            if is_cold && mech.merge(s.tenant, s.region, 1).is_ok() {
-                let _ = mech.poison(s.tenant, s.region);
-                self.faults.insert((s.tenant, s.region), 0);
-                self.cold.push(Cold { tenant: s.tenant, region: s.region });
-                self.to_slow_bytes += self.huge_bytes;
-                new_cold += 1;
-            } else if mech.merge(s.tenant, s.region, 0).is_err() {
-                // No room for a huge frame: the region stays split (counted as 4 KiB pages).
-                self.merge_failures += 1;
+        for (i, (s, &cold)) in samples.iter().zip(&select_cold(&est, f * target)).enumerate() {
+            let page = PageRef::new(s.tenant, s.region);
+            if cold {
+                job.push(Op::Merge { page, to: TierId::SLOW }).then(Op::Poison { page });
+            } else {
+                job.push(Op::Merge { page, to: TierId::FAST });
             }
+            actions.push(Action::Place { sample: i, cold });
         }
-        self.record(mech, now, slow_rate, target, samples.len(), new_cold, back.len());
+        let (period, target_pct) = (self.period, self.target_pct());
+        self.classifying = Some(Classifying { actions, samples, period, target_pct, slow_rate, target, at: now });
+        let _ = mech.submit(THREAD, job);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn record(&mut self, mech: &Mechanisms, now: u64, slow_rate: f64, target: f64, sampled: usize, new_cold: usize, corrected: usize) {
-        let (mut h2, mut h4, mut c2, mut c4) = (0, 0, 0, 0);
-        for t in 0..mech.tenants() as u16 {
-            mech.for_each_page(t, 0, u64::MAX, |p| {
-                let bytes = if p.huge { self.huge_bytes } else { 4096 };
-                match (p.tier == 0, p.huge) {
-                    (true, true) => h2 += bytes,
-                    (true, false) => h4 += bytes,
-                    (false, true) => c2 += bytes,
-                    (false, false) => c4 += bytes,
+    /// The classify job is done: update the slow set from what succeeded, merge back in
+    /// place the samples slow memory had no room for, and record the period.
+    fn classified(&mut self, done: &JobDone, mech: &mut Mechanisms) {
+        let Some(c) = self.classifying.take() else { return };
+        let mut results = done.results.iter();
+        let mut back = Vec::new();
+        let mut fallback = Job::new(FALLBACK);
+        let mut new_cold = 0;
+        for a in &c.actions {
+            let r: Vec<bool> = results.by_ref().take(a.ops()).map(|r| r.is_ok()).collect();
+            match *a {
+                Action::Back(i) if r[0] => back.push(i),
+                Action::Place { sample, cold: true } => {
+                    let s = &c.samples[sample];
+                    if r[0] {
+                        self.cold.push(Cold { tenant: s.tenant, region: s.region, page: s.page });
+                        self.to_slow_bytes += self.huge_bytes;
+                        new_cold += 1;
+                    } else {
+                        fallback.push(Op::Merge { page: PageRef::new(s.tenant, s.region), to: TierId::FAST });
+                    }
                 }
-            });
+                // No room for a huge frame: the region stays split (counted as 4 KiB pages).
+                Action::Place { cold: false, .. } if !r[0] => self.merge_failures += 1,
+                _ => {}
+            }
         }
+        self.corrected_bytes += back.len() as u64 * self.huge_bytes;
+        back.sort_unstable();
+        for &i in back.iter().rev() {
+            self.cold.swap_remove(i);
+        }
+        if !fallback.is_empty() {
+            let _ = mech.submit(THREAD, fallback);
+        }
+        self.record(mech, &c, new_cold, back.len());
+    }
+
+    /// Records the period a classify scan ended, with the footprint in each tier now.
+    fn record(&mut self, mech: &Mechanisms, c: &Classifying, new_cold: usize, corrected: usize) {
+        let (mut h2, mut h4, mut c2, mut c4) = (0, 0, 0, 0);
+        mech.pages(Scope::All, |p| match (p.tier == TierId::FAST, p.huge) {
+            (true, true) => h2 += p.bytes,
+            (true, false) => h4 += p.bytes,
+            (false, true) => c2 += p.bytes,
+            (false, false) => c4 += p.bytes,
+        });
         let all = (h2 + h4 + c2 + c4).max(1);
         self.cold_fraction_sum += (c2 + c4) as f64 / all as f64;
         self.history.push(PeriodRecord {
-            period: self.period,
-            end_s: self.seconds(now),
-            target_pct: self.target_pct(),
+            period: c.period,
+            end_s: self.seconds(c.at),
+            target_pct: c.target_pct,
             hot_2m_bytes: h2,
             hot_4k_bytes: h4,
             cold_2m_bytes: c2,
             cold_4k_bytes: c4,
-            slow_rate,
-            target_rate: target,
-            sampled,
+            slow_rate: c.slow_rate,
+            target_rate: c.target,
+            sampled: c.samples.len(),
             new_cold,
             corrected,
         });
     }
 
-    /// Moves to the next scan when its time (or reference count) has come. The scans
-    /// run in a kernel thread (§3.1), off the application's cores.
+    /// Starts the next scan when its time has come and the thread has finished the
+    /// last one's work (§3.1: the scans run in a kernel thread).
     fn advance(&mut self, mech: &mut Mechanisms) {
         let now = mech.now();
-        if (self.scan_refs == 0 && now < self.scan_start + self.scan_cycles) || mech.background_busy() {
-            // Not yet time, or the kernel thread is still busy with the previous scan:
-            // the next scan waits for it.
-            self.next_check = self.refs + 1024;
+        if !mech.thread(THREAD).is_ok_and(|t| t.idle) {
+            self.pacer.wait(now);
             return;
         }
-        let mech = &mut mech.in_background();
+        self.pacer.start(now);
         match self.scan {
             Scan::Split => {
                 self.split_sample(mech);
                 self.scan = Scan::Poison;
             }
             Scan::Poison => {
-                self.poison_sample(mech);
+                self.scan_samples(mech);
                 self.scan = Scan::Classify;
             }
             Scan::Classify => {
@@ -405,13 +495,16 @@ impl Thermostat {
                 self.scan = Scan::Split;
             }
         }
-        self.scan_start = mech.now();
-        self.next_check = if self.scan_refs > 0 { self.refs + self.scan_refs } else { self.refs + 1024 };
+        self.scan_start = now;
     }
 }
 
 impl Policy for Thermostat {
     type Config = ThermostatConfig;
+
+    fn requirements(_: &ThermostatConfig) -> Requirements<()> {
+        Requirements { threads: vec![ThreadKind::Kernel], ..Requirements::default() }
+    }
 
     fn new(cfg: ThermostatConfig, m: &MachineInfo) -> anyhow::Result<Self> {
         use anyhow::bail;
@@ -428,39 +521,35 @@ impl Policy for Thermostat {
         if cfg.max_poisoned == 0 {
             bail!("policy.thermostat.max_poisoned: must be positive");
         }
-        if !(cfg.period_s.is_finite() && cfg.period_s > 0.0) {
-            bail!("policy.thermostat.period_s: must be positive, got {}", cfg.period_s);
-        }
         if !(cfg.slow_access_ns.is_finite() && cfg.slow_access_ns >= 0.0) {
             bail!("policy.thermostat.slow_access_ns: must be ≥ 0, got {}", cfg.slow_access_ns);
         }
-        if m.tier_frames.len() < 2 {
+        if !m.has(TierId::SLOW) {
             bail!("policy.thermostat: needs a slow tier");
         }
-        let t_s_ns = if cfg.slow_access_ns > 0.0 {
-            cfg.slow_access_ns
-        } else {
-            m.tier_read_ns[1] + m.poison_fault_ns
-        };
-        let freq_hz = m.freq_ghz * 1e9;
-        let scan_refs = if cfg.periods_per_run > 0 { (m.total_refs / (3 * cfg.periods_per_run as u64)).max(1) } else { 0 };
-        let scan_cycles = (cfg.period_s / 3.0 * freq_hz) as u64;
+        if !(cfg.period_s.is_finite() && cfg.period_s > 0.0) {
+            bail!("policy.thermostat.period_s: must be positive, got {}", cfg.period_s);
+        }
+        let t_s_ns = if cfg.slow_access_ns > 0.0 { cfg.slow_access_ns } else { m.tier(TierId::SLOW).read_ns + m.poison_fault_ns };
+        // Three scans per sampling period (Fig. 4).
+        let scan = Period::from_config(cfg.period_s / 3.0, cfg.periods_per_run.saturating_mul(3));
+        let pacer = Pacer::new(scan, m, "policy.thermostat.periods_per_run").map_err(anyhow::Error::msg)?;
         Ok(Thermostat {
             rng: Rng::new(cfg.seed),
             t_s_ns,
-            freq_hz,
+            freq_hz: m.freq_ghz * 1e9,
             huge_bytes: m.huge_page_bytes,
-            scan_refs,
-            scan_cycles,
-            refs: 0,
-            next_check: if scan_refs > 0 { scan_refs } else { 1024 },
+            huge_frames: m.huge_page_bytes >> 12,
+            pacer,
             scan: Scan::Split,
             scan_start: 0,
             period_start: 0,
             period: 0,
             samples: Vec::new(),
+            sample_scan: None,
+            classifying: None,
             cold: Vec::new(),
-            faults: HashMap::new(),
+            tracker: Tracker::new(),
             history: Vec::new(),
             to_slow_bytes: 0,
             corrected_bytes: 0,
@@ -477,9 +566,24 @@ impl Policy for Thermostat {
 
     #[inline]
     fn on_reference(&mut self, _a: &Access, _o: &RefOutcome, mech: &mut Mechanisms) {
-        self.refs += 1;
-        if self.refs >= self.next_check {
+        if self.pacer.due(mech.now()) {
             self.advance(mech);
+        }
+    }
+
+    fn on_job_done(&mut self, done: &JobDone, mech: &mut Mechanisms) {
+        match done.tag {
+            SPLIT => {
+                // Samples whose split was refused are not sampled.
+                let ok: Vec<bool> = done.results.chunks(2).map(|r| r[0].is_ok()).collect();
+                let mut it = ok.iter();
+                self.samples.retain(|_| *it.next().unwrap_or(&false));
+                self.splits += self.samples.len() as u64;
+            }
+            SAMPLE_SCAN => self.poison_samples(mech),
+            POISON => self.poisoned_pages += done.results.iter().filter(|r| r.is_ok()).count() as u64,
+            CLASSIFY => self.classified(done, mech),
+            _ => self.merge_failures += done.results.iter().filter(|r| r.is_err()).count() as u64,
         }
     }
 
@@ -487,19 +591,21 @@ impl Policy for Thermostat {
         let end_s = self.history.last().map_or(0.0, |h| h.end_s).max(1e-12);
         let mb = |b: u64| b as f64 / 1e6;
         let cold = if self.history.is_empty() { 0.0 } else { self.cold_fraction_sum / self.history.len() as f64 };
+        let pacing = self.pacer.report(&format!("the paper's {} s period (three scans)", self.cfg.period_s));
         out.insert(
             "period".into(),
-            if self.scan_refs > 0 {
+            if pacing.scaled_to_run {
                 json!({
                     "scaled_to_run": true,
                     "periods_per_run": self.cfg.periods_per_run,
-                    "refs_per_period": self.scan_refs * 3,
-                    "note": format!("the paper's {} s period is scaled to the run: {} periods of {} references", self.cfg.period_s, self.cfg.periods_per_run, self.scan_refs * 3),
+                    "refs_per_period": pacing.period_references.unwrap_or(0) * 3,
+                    "note": pacing.note,
                 })
             } else {
                 json!({ "scaled_to_run": false, "period_s": self.cfg.period_s })
             },
         );
+        out.insert("pacing".into(), json!(pacing));
         out.insert("slow_access_ns".into(), json!(self.t_s_ns));
         out.insert("periods".into(), json!(self.history));
         out.insert("average_cold_fraction".into(), json!(cold));

@@ -6,9 +6,11 @@ pub mod table;
 
 use crate::config::{Config, WorkloadSlot};
 use crate::machine::cache::CacheStats;
-use crate::machine::copies::CopyStats;
-use crate::machine::{CoreStats, Machine, MechanismStats, TenantKind};
+use crate::machine::ops::MechanismStats;
+use crate::machine::{CoreStats, Machine, Redirect, TenantKind, TierId};
+use crate::mechanism::ThreadStats;
 use crate::policy::PolicyReport;
+use std::collections::BTreeMap;
 use serde::Serialize;
 use std::time::Duration;
 
@@ -28,8 +30,10 @@ pub struct Summary {
     pub amat_ns: f64,
     /// Share of demand memory accesses served by the fast tier.
     pub fast_tier_fraction: f64,
-    /// Pages moved between tiers (a swap counts two).
+    /// Pages moved from one tier to another by every kind of move (migrations, both
+    /// pages of a swap, base pages a merge moves, copies made and written back).
     pub migrations: u64,
+    /// Bytes those moves copied between tiers.
     pub migrated_bytes: u64,
     /// Bytes migrated (both directions) per byte of footprint (Rainbow Fig. 11).
     pub migration_to_footprint: f64,
@@ -58,13 +62,14 @@ pub struct TierReport {
     /// 64-byte reads and writes of demand traffic (loads, walks, write-backs).
     pub reads: u64,
     pub writes: u64,
-    /// 64-byte reads and writes of migration copies.
-    pub migration_reads: u64,
-    pub migration_writes: u64,
+    /// 64-byte reads and writes of mechanisms (copies, page-table scans, flush
+    /// write-backs, metadata).
+    pub mechanism_reads: u64,
+    pub mechanism_writes: u64,
     pub row_hits: u64,
     pub row_misses: u64,
     pub queue_cycles: u64,
-    pub migration_bytes: u64,
+    pub mechanism_bytes: u64,
     pub dynamic_energy_j: f64,
     pub static_energy_j: f64,
     /// Years until the most-written frame wears out at this run's write rate (none for
@@ -90,18 +95,26 @@ pub struct EpochRecord {
     cum: [u64; 6],
 }
 
+/// Pages and bytes moved between tiers so far.
+fn moved<R: Redirect>(m: &Machine<R>) -> (u64, u64) {
+    (m.stats().pages_moved(), m.stats().bytes_between)
+}
+
 impl EpochRecord {
     /// Records the epoch ending at `end`; `last` holds the previous record's totals and
     /// is updated.
-    pub fn take(m: &Machine, end: u64, last: &mut EpochRecord) -> EpochRecord {
-        let refs: u64 = m.cores.iter().map(|c| c.stats.references).sum();
-        let instrs: u64 = m.cores.iter().map(|c| c.stats.instructions).sum();
-        let fast = m.demand[0].accesses;
-        let all: u64 = m.demand.iter().map(|d| d.accesses).sum();
-        let cum = [refs, instrs, fast, all, m.mech.migrations, m.mech.migrated_bytes];
+    pub fn take<R: Redirect>(m: &Machine<R>, end: u64, last: &mut EpochRecord) -> EpochRecord {
+        let refs: u64 = m.cores().iter().map(|c| c.stats.references).sum();
+        let instrs: u64 = m.cores().iter().map(|c| c.stats.instructions).sum();
+        let tiers = m.memory().tiers();
+        let n = tiers.all().len();
+        let fast = tiers.demand(TierId::FAST).accesses;
+        let all: u64 = TierId::first(n).map(|t| tiers.demand(t).accesses).sum();
+        let (pages, bytes) = moved(m);
+        let cum = [refs, instrs, fast, all, pages, bytes];
         let d: Vec<u64> = cum.iter().zip(&last.cum).map(|(a, b)| a - b).collect();
         let cycles = end.saturating_sub(last.end_cycle).max(1);
-        let data: Vec<u64> = (0..m.tiers.len()).map(|t| m.data_frames_in(t)).collect();
+        let data: Vec<u64> = TierId::first(n).map(|t| m.space().data_frames_in(t)).collect();
         let total: u64 = data.iter().sum();
         let rec = EpochRecord {
             end_cycle: end,
@@ -214,14 +227,16 @@ pub struct Report {
     pub tiers: Vec<TierReport>,
     pub tenants: Vec<TenantReport>,
     pub mechanisms: MechanismStats,
-    /// Fast-tier copies of slow pages (Rainbow, HSCC): checks, remaps, copies made and
-    /// dropped, and their cycles by kind.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub copies: Option<CopyStats>,
-    /// With copies: address-translation cycles by kind (Rainbow Fig. 9) and runtime
-    /// overhead cycles by kind (Fig. 15), each also as a share of execution cycles.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub breakdown: Option<serde_json::Value>,
+    /// The background threads the policy used: busy time, jobs and operations done,
+    /// refused and left unfinished.
+    pub threads: Vec<ThreadStats>,
+    /// Sections of the machine's redirection structure, by key: with Rainbow's and
+    /// HSCC's copies, `copies` (checks, remaps, copies made and dropped, their cycles
+    /// by kind) and `breakdown` (address-translation cycles by kind, Rainbow Fig. 9,
+    /// and runtime overhead cycles by kind, Fig. 15, each also as a share of execution
+    /// cycles).
+    #[serde(flatten)]
+    pub redirect: BTreeMap<String, serde_json::Value>,
     pub policy_report: PolicyReport,
     /// With `--slowdown-vs P`: execution time relative to a run of P on the same input.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -231,36 +246,6 @@ pub struct Report {
     pub config: serde_json::Value,
     /// Malformed trace lines skipped (with `--skip-malformed`).
     pub malformed_lines_skipped: u64,
-}
-
-/// Rainbow's Fig. 9 and Fig. 15 from the machine's counters, in cycles summed over
-/// cores, with each kind's share of execution cycles (all cores).
-fn breakdown(m: &Machine, c: &CopyStats) -> serde_json::Value {
-    let sum = |f: fn(&CoreStats) -> u64| m.cores.iter().map(|x| f(&x.stats)).sum::<u64>();
-    let tlb = &m.cfg.tlb;
-    let tlb_hits = sum(|s| s.tlb_l1_hits) * tlb.l1_latency_cycles + sum(|s| s.tlb_l2_hits) * tlb.l2_latency_cycles;
-    let bitmap_hits = c.bitmap_cache_hits * m.copies.as_ref().map_or(0, |x| x.bitmap_latency);
-    let bitmap_misses = c.bitmap_cache_cycles - bitmap_hits + c.bitmap_memory_cycles;
-    let walks = sum(|s| s.walk_cycles);
-    let total: u64 = m.cores.iter().map(|x| x.clock).sum::<u64>().max(1);
-    let share = |v: u64| v as f64 / total as f64;
-    let translation = serde_json::json!({
-        "split_tlb_hits": tlb_hits,
-        "bitmap_cache_hits": bitmap_hits,
-        "bitmap_cache_misses": bitmap_misses,
-        "superpage_walks": walks,
-        "remapping": c.remap_cycles,
-        "share_of_cycles": share(tlb_hits + bitmap_hits + bitmap_misses + walks + c.remap_cycles),
-    });
-    let overhead = serde_json::json!({
-        "remapping": c.remap_cycles,
-        "bitmap_cache": c.bitmap_cache_cycles + c.bitmap_memory_cycles,
-        "migration": c.copy_cycles + c.metadata_cycles,
-        "shootdown": c.shootdown_cycles,
-        "clflush": c.clflush_cycles,
-        "share_of_cycles": share(c.remap_cycles + c.bitmap_cache_cycles + c.bitmap_memory_cycles + c.copy_cycles + c.metadata_cycles + c.shootdown_cycles + c.clflush_cycles),
-    });
-    serde_json::json!({ "translation_cycles": translation, "overhead_cycles": overhead })
 }
 
 impl Report {
@@ -280,48 +265,52 @@ impl Report {
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub fn build(
+    pub fn build<R: Redirect>(
         cfg: &Config,
         policy: &str,
         slots: &[WorkloadSlot],
-        m: &Machine,
+        m: &Machine<R>,
+        threads: Vec<ThreadStats>,
         epochs: Vec<EpochRecord>,
         policy_report: PolicyReport,
         wall: Duration,
         verify: bool,
     ) -> Report {
-        let ghz = m.cfg.freq_ghz;
+        let ghz = m.cfg().freq_ghz;
         let cycles = m.now();
         let seconds = cycles as f64 / (ghz * 1e9);
-        let refs: u64 = m.cores.iter().map(|c| c.stats.references).sum();
-        let instrs: u64 = m.cores.iter().map(|c| c.stats.instructions).sum();
-        let tlb_misses: u64 = m.cores.iter().map(|c| c.stats.tlb_misses).sum();
-        let caches = m.caches.stats();
+        let cores = m.cores();
+        let refs: u64 = cores.iter().map(|c| c.stats.references).sum();
+        let instrs: u64 = cores.iter().map(|c| c.stats.instructions).sum();
+        let tlb_misses: u64 = cores.iter().map(|c| c.stats.tlb_misses).sum();
+        let caches = m.memory().caches().stats();
         let llc_misses = caches.last().map_or(0, |c| c.misses);
-        let tiers: Vec<TierReport> = m
-            .tiers
+        let mem = m.memory().tiers();
+        let tiers: Vec<TierReport> = mem
+            .all()
             .iter()
             .enumerate()
             .map(|(i, t)| {
+                let id = TierId(i as u8);
                 let s = t.stats();
-                let d = &m.demand[i];
+                let d = mem.demand(id);
                 TierReport {
                     name: t.name().to_string(),
                     capacity_bytes: t.capacity_bytes(),
-                    used_frames: m.used_frames(i),
-                    data_frames: m.data_frames_in(i),
+                    used_frames: m.space().used_frames(id),
+                    data_frames: m.space().data_frames_in(id),
                     demand_accesses: d.accesses,
                     demand_reads: d.reads,
                     demand_writes: d.writes,
                     amat_ns: ratio(d.latency_cycles, d.accesses) / ghz,
                     reads: s.reads,
                     writes: s.writes,
-                    migration_reads: s.migration_reads,
-                    migration_writes: s.migration_writes,
+                    mechanism_reads: s.mechanism_reads,
+                    mechanism_writes: s.mechanism_writes,
                     row_hits: s.row_hits,
                     row_misses: s.row_misses,
                     queue_cycles: s.queue_cycles,
-                    migration_bytes: s.migration_bytes(),
+                    mechanism_bytes: s.mechanism_bytes(),
                     dynamic_energy_j: t.dynamic_energy_pj() * 1e-12,
                     static_energy_j: t.static_energy_j(seconds),
                     lifetime_years: t.lifetime_years(seconds),
@@ -329,8 +318,9 @@ impl Report {
                 }
             })
             .collect();
-        let demand_lat: u64 = m.demand.iter().map(|d| d.latency_cycles).sum();
-        let demand_all: u64 = m.demand.iter().map(|d| d.accesses).sum();
+        let demand_lat: u64 = TierId::first(tiers.len()).map(|t| mem.demand(t).latency_cycles).sum();
+        let demand_all: u64 = TierId::first(tiers.len()).map(|t| mem.demand(t).accesses).sum();
+        let (moved_pages, moved_bytes) = moved(m);
         let summary = Summary {
             references: refs,
             instructions: instrs,
@@ -338,33 +328,37 @@ impl Report {
             seconds,
             ipc: ratio(instrs, cycles),
             amat_ns: ratio(demand_lat, demand_all) / ghz,
-            fast_tier_fraction: ratio(m.demand[0].accesses, demand_all),
-            migrations: m.mech.migrations,
-            migrated_bytes: m.mech.migrated_bytes,
-            migration_to_footprint: ratio(m.mech.migrated_bytes, m.info().footprint_bytes),
+            fast_tier_fraction: ratio(mem.demand(TierId::FAST).accesses, demand_all),
+            migrations: moved_pages,
+            migrated_bytes: moved_bytes,
+            migration_to_footprint: ratio(moved_bytes, m.info().footprint_bytes),
             tlb_mpki: ratio(tlb_misses * 1000, instrs),
             llc_mpki: ratio(llc_misses * 1000, instrs),
             energy_j: tiers.iter().map(|t| t.dynamic_energy_j + t.static_energy_j).sum(),
-            slow_tier_writes: tiers.get(1).map_or(0, |t| t.writes + t.migration_writes),
+            slow_tier_writes: tiers.get(1).map_or(0, |t| t.writes + t.mechanism_writes),
         };
-        let cores = m.cores.iter().map(|c| CoreReport { ipc: ratio(c.stats.instructions, c.clock), stats: c.stats.clone() }).collect();
+        let core_reports = cores.iter().map(|c| CoreReport { ipc: ratio(c.stats.instructions, c.clock), stats: c.stats.clone() }).collect();
         let wall_s = wall.as_secs_f64();
+        // The configuration as run: the machine as built (the policy's page size).
+        let mut as_run = cfg.clone();
+        as_run.machine = m.cfg().clone();
         Report {
             policy: policy.to_string(),
             workloads: slots.to_vec(),
             footprint_bytes: m.info().footprint_bytes,
             summary,
-            cores,
+            cores: core_reports,
             caches,
             tiers,
             tenants: m
-                .tenants
+                .space()
+                .tenants()
                 .iter()
-                .map(|t| TenantReport { kind: t.kind, frames_per_tier: t.frames_in.clone(), fast_quota_frames: t.fast_quota })
+                .map(|t| TenantReport { kind: t.kind, frames_per_tier: t.frames_per_tier().to_vec(), fast_quota_frames: t.fast_quota() })
                 .collect(),
-            mechanisms: m.mech.clone(),
-            copies: m.copies.as_ref().map(|c| CopyStats { copy_frames_held: c.held(), ..c.stats.clone() }),
-            breakdown: m.copies.as_ref().map(|c| breakdown(m, &c.stats)),
+            mechanisms: m.stats().clone(),
+            threads,
+            redirect: m.redirect().report(cores, &m.cfg().tlb).into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             policy_report,
             slowdown: None,
             epochs,
@@ -373,9 +367,9 @@ impl Report {
                 wall_seconds: wall_s,
                 references_per_second: if wall_s > 0.0 { refs as f64 / wall_s } else { 0.0 },
                 verify,
-                verified_reads: m.shadow.as_ref().map_or(0, |s| s.checked_reads),
+                verified_reads: m.verified_reads(),
             },
-            config: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
+            config: serde_json::to_value(&as_run).unwrap_or(serde_json::Value::Null),
             malformed_lines_skipped: 0,
         }
     }

@@ -1,6 +1,7 @@
 //! Plain-text tables and CSV for reports.
 
 use super::Report;
+use crate::machine::copies::CopyStats;
 use std::fmt::Write;
 
 fn mib(bytes: u64) -> f64 {
@@ -54,8 +55,31 @@ pub fn run_summary(r: &Report) -> String {
     let _ = writeln!(w, "fast-tier share   {:.2} % of demand memory accesses", s.fast_tier_fraction * 100.0);
     let _ = writeln!(w, "TLB MPKI          {:.3}", s.tlb_mpki);
     let _ = writeln!(w, "LLC MPKI          {:.3}", s.llc_mpki);
-    let _ = writeln!(w, "migrations        {} ({:.1} MiB moved)", s.migrations, mib(s.migrated_bytes));
-    if let Some(c) = &r.copies {
+    let m = &r.mechanisms;
+    let _ = writeln!(
+        w,
+        "migrations        {} pages moved between tiers ({:.1} MiB): {} migrated, {} swapped, {} merged into huge pages, {} copied in, {} written back",
+        s.migrations,
+        mib(s.migrated_bytes),
+        m.migrate.pages,
+        m.swap.pages,
+        m.merge.pages,
+        m.copy_in.pages,
+        m.copy_back.pages
+    );
+    for (i, t) in r.threads.iter().enumerate() {
+        let busy = t.busy_cycles as f64 / s.cycles.max(1) as f64;
+        let _ = writeln!(
+            w,
+            "thread {i}          busy {:.1} % of the run, {} jobs, {} operations ({} refused){}",
+            busy * 100.0,
+            t.jobs_done,
+            t.ops_done,
+            t.ops_refused,
+            if t.ops_unfinished > 0 { format!(", {} operations unfinished at the end", t.ops_unfinished) } else { String::new() }
+        );
+    }
+    if let Some(c) = r.redirect.get("copies").and_then(|v| serde_json::from_value::<CopyStats>(v.clone()).ok()) {
         let _ = writeln!(
             w,
             "copies            {} made, {} dropped clean, {} written back, {} frames held; migration traffic {:.3}× footprint",

@@ -1,0 +1,159 @@
+//! The machine's configuration: the `[machine]` table and the tables below it.
+
+use super::cache::{self, CacheConfig};
+use super::costs::CostConfig;
+use super::tier::{self, TierConfig};
+use super::tlb::TlbConfig;
+use super::TierId;
+use crate::units::Size;
+use serde::{Deserialize, Serialize};
+
+/// Page-table geometry.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PageTableConfig {
+    /// Levels of the page table for base pages: 4 (48-bit virtual addresses) or 5 (57-bit).
+    pub levels: u32,
+    /// Huge-page size: 2MiB (x86-64) by default; 64KiB to 2MiB, a power of two (SpAR uses 512KiB).
+    pub huge_page: Size,
+    /// Map huge pages on first touch (transparent huge pages), falling back to base
+    /// pages when no huge frame is free.
+    pub thp: bool,
+}
+
+impl PageTableConfig {
+    /// Virtual-address bits the page table translates: 48 with 4 levels, 57 with 5.
+    pub fn va_bits(&self) -> u32 {
+        if self.levels == 5 {
+            57
+        } else {
+            48
+        }
+    }
+}
+
+impl Default for PageTableConfig {
+    fn default() -> Self {
+        PageTableConfig { levels: 4, huge_page: Size(2 << 20), thp: false }
+    }
+}
+
+/// The memory tiers, fastest first.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TiersConfig {
+    /// Tier 0: the fast tier (DRAM, HBM).
+    pub fast: TierConfig,
+    /// Tier 1: the slow tier (NVM, CXL memory).
+    pub slow: TierConfig,
+    /// Tiers 2, 3, …: further, slower tiers, in order.
+    pub extra: Vec<TierConfig>,
+}
+
+impl Default for TiersConfig {
+    fn default() -> Self {
+        TiersConfig { fast: TierConfig::default(), slow: tier::pcm_default(), extra: Vec::new() }
+    }
+}
+
+impl TiersConfig {
+    /// Every tier, fastest first.
+    pub fn all(&self) -> Vec<&TierConfig> {
+        let mut v = vec![&self.fast, &self.slow];
+        v.extend(self.extra.iter());
+        v
+    }
+
+    /// The dotted path of tier `t` in the configuration.
+    pub fn field(t: TierId) -> String {
+        match t.index() {
+            0 => "machine.tiers.fast".into(),
+            1 => "machine.tiers.slow".into(),
+            n => format!("machine.tiers.extra[{}]", n - 2),
+        }
+    }
+}
+
+/// The whole machine. Core, TLB and cache defaults are Rainbow's Table IV (§IV-A).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MachineConfig {
+    /// Number of cores; each has its own clock, TLBs and private caches.
+    pub cores: usize,
+    /// Core clock in GHz (Rainbow Table IV: 3.2).
+    pub freq_ghz: f64,
+    /// Cycles per instruction when no memory stall occurs (covers L1 hits and L1 TLB
+    /// hits). 1.0 is an assumption, as Ramulator's CPU model executes non-memory
+    /// instructions in one cycle (SpAR §4).
+    pub base_cpi: f64,
+    /// Memory-level parallelism: independent memory stalls are divided by this;
+    /// dependent loads (pointer chasing) pay their full latency. 2 is an assumption
+    /// (the papers' simulators model out-of-order cores instead of a factor).
+    pub mlp: f64,
+    pub tlb: TlbConfig,
+    /// Cache levels, closest to the core first.
+    pub caches: Vec<CacheConfig>,
+    pub page_table: PageTableConfig,
+    pub tiers: TiersConfig,
+    pub costs: CostConfig,
+}
+
+impl Default for MachineConfig {
+    fn default() -> Self {
+        MachineConfig {
+            cores: 1,
+            freq_ghz: 3.2,
+            base_cpi: 1.0,
+            mlp: 2.0,
+            tlb: TlbConfig::default(),
+            caches: cache::default_hierarchy(),
+            page_table: PageTableConfig::default(),
+            tiers: TiersConfig::default(),
+            costs: CostConfig::default(),
+        }
+    }
+}
+
+impl MachineConfig {
+    /// Checks everything that does not depend on the workload.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        use anyhow::bail;
+        if self.cores == 0 || self.cores > 1024 {
+            bail!("machine.cores: must be between 1 and 1024, got {}", self.cores);
+        }
+        for (name, v) in [("freq_ghz", self.freq_ghz), ("base_cpi", self.base_cpi), ("mlp", self.mlp)] {
+            if !(v.is_finite() && v > 0.0) {
+                bail!("machine.{name}: must be a positive number, got {v}");
+            }
+        }
+        if self.mlp < 1.0 {
+            bail!("machine.mlp: must be at least 1, got {}", self.mlp);
+        }
+        self.tlb.validate()?;
+        if self.caches.is_empty() {
+            bail!("machine.caches: at least one cache level is required");
+        }
+        for (i, c) in self.caches.iter().enumerate() {
+            c.validate(i)?;
+        }
+        let pt = &self.page_table;
+        if pt.levels != 4 && pt.levels != 5 {
+            bail!("machine.page_table.levels: must be 4 or 5, got {}", pt.levels);
+        }
+        let h = pt.huge_page.bytes();
+        if !h.is_power_of_two() || !(64 << 10..=2 << 20).contains(&h) {
+            bail!("machine.page_table.huge_page: must be a power of two from 64KiB to 2MiB, got {}", pt.huge_page);
+        }
+        self.costs.validate()?;
+        Ok(())
+    }
+
+    pub fn huge_shift(&self) -> u32 {
+        self.page_table.huge_page.bytes().trailing_zeros()
+    }
+
+    pub fn cycles(&self, ns: f64) -> u64 {
+        (ns * self.freq_ghz).round() as u64
+    }
+}
+
