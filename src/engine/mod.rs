@@ -235,17 +235,19 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     }
     let pcfg = cfg.policy_config::<R, P>(name)?;
     let req = P::requirements(&pcfg);
-    let build = Build {
+    let mut build = Build {
         tenants: kinds,
         footprint,
         total_refs,
         thp: req.page_size.thp(cfg.machine.page_table.thp),
         placement: req.placement,
         fast_holds_footprint: req.fast_tier == FastTier::HoldsFootprint,
+        fast_reserve: 0,
         redirect: req.redirect.clone(),
         verify: opts.verify,
     };
     let info = MachineInfo::plan::<R>(&cfg.machine, &build).map_err(|e| in_policy(name, e))?;
+    build.fast_reserve = req.fast_reserve.frames(info.tier(TierId::FAST).frames);
     let mut policy = P::new(pcfg, &info)?;
     let mut machine = Machine::<R>::new(&cfg.machine, &build).map_err(|e| in_policy(name, e))?;
     let mut rt = Runtime::new(&req.threads, cfg.machine.cores);
@@ -437,3 +439,6 @@ impl Progress {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -12,30 +12,44 @@
 //! delayed only by traffic booked at about their own time (at most one window early),
 //! whatever order they were booked in, and concurrent streams share the bandwidth.
 //!
-//! Demand traffic goes first on the bus: a demand transfer in a window whose bus time
-//! is a share ρ background waits ρ × its burst (the expected residual of a background
-//! line on the bus; one burst when background saturates the channel), and takes its
-//! burst from the window, so that background booked later in that window finds less
-//! room. Background already booked is not pushed back; the error is bounded by one
-//! window.
+//! Demand traffic goes first on the bus. The channel measures the share u of its bus
+//! time that demand took since the previous background booking (over at least a
+//! window), and each background transfer reserves its bus time stretched by
+//! 1 / (1 − u) (u at most [`MAX_DEMAND_SHARE`]): a backlogged stream gets the bus time
+//! demand leaves, 1 − u of the channel. A demand transfer arriving at a time its
+//! window's bookings span waits ρ × its burst, ρ being the background share of the
+//! bus over that span — the chance that a background line holds the bus, times the
+//! line. Beside a backlogged stream ρ = 1 − u; beside sparse lines, their share of the
+//! time between them; outside every booking, nothing.
 //!
 //! The windows are a ring of [`SLOTS`] (a horizon of `SLOTS × WINDOW` cycles, 5 ms at
 //! 3.2 GHz); a booking further ahead than that from a slot still in use skips it.
 //! The ring is allocated on the first booking: runs without mechanism traffic pay
-//! nothing.
+//! only a counter per demand access.
 
 /// Cycles per window.
 pub const WINDOW: u64 = 1 << 10;
 /// Windows in the ring.
 pub const SLOTS: usize = 1 << 14;
+/// The largest demand share background makes room for (a stream keeps at least 5 %
+/// of a saturated channel, as a memory controller's starvation limit would give it).
+pub const MAX_DEMAND_SHARE: f64 = 0.95;
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
     window: u64,
-    /// Cycles of the window booked, from its start (background and demand).
-    used: u32,
-    /// Of them, background transfers.
-    background: u32,
+    /// Offsets in the window of the first booking's start and of the last one's end
+    /// (bookings are packed: a new one starts at `end` at the earliest).
+    first: u16,
+    end: u16,
+    /// Cycles reserved by the bookings.
+    reserved: u16,
+}
+
+impl Slot {
+    fn empty(window: u64) -> Slot {
+        Slot { window, first: 0, end: 0, reserved: 0 }
+    }
 }
 
 /// The background bookings of one channel.
@@ -44,6 +58,13 @@ pub struct Calendar {
     slots: Vec<Slot>,
     /// The end of the latest background booking: demand before it may meet background.
     until: u64,
+    /// Bus cycles taken by demand so far.
+    demand_cycles: u64,
+    /// When demand's share was last measured, and its count then.
+    mark_at: u64,
+    mark_demand: u64,
+    /// Demand's share of the bus measured then.
+    demand_share: f64,
 }
 
 impl Calendar {
@@ -55,26 +76,36 @@ impl Calendar {
             self.slots = vec![Slot::default(); SLOTS];
         }
         let s = &mut self.slots[w as usize & (SLOTS - 1)];
-        if s.window < w || (s.used == 0 && s.window != w) {
-            *s = Slot { window: w, used: 0, background: 0 };
+        if s.window < w || (s.reserved == 0 && s.window != w) {
+            *s = Slot::empty(w);
         }
         (s.window == w).then_some(s)
     }
 
-    /// Books `cycles` of background bus time starting no earlier than `at`; returns
-    /// the cycle at which the transfer ends.
+    /// Books `cycles` of background bus time starting no earlier than `at`, stretched
+    /// to leave demand its share; returns the cycle at which the transfer ends.
     pub fn book(&mut self, at: u64, cycles: u64) -> u64 {
+        if at >= self.mark_at + WINDOW {
+            let share = (self.demand_cycles - self.mark_demand) as f64 / (at - self.mark_at) as f64;
+            self.demand_share = share.min(MAX_DEMAND_SHARE);
+            (self.mark_at, self.mark_demand) = (at, self.demand_cycles);
+        }
+        let reserved = ((cycles as f64 / (1.0 - self.demand_share)).round() as u64).max(cycles);
         let mut t = at;
         loop {
             let w = t / WINDOW;
             let (start, end) = (w * WINDOW, (w + 1) * WINDOW);
             if let Some(s) = self.slot(w) {
-                let begin = t.max(start + s.used as u64);
+                let begin = t.max(start + s.end as u64);
                 // A transfer longer than a window takes an empty one and spills over.
-                if begin + cycles <= end || (s.used == 0 && cycles > WINDOW) {
-                    s.used = ((begin + cycles).min(end) - start) as u32;
-                    s.background += cycles.min(WINDOW) as u32;
-                    let done = begin + cycles;
+                if begin + reserved <= end || (s.reserved == 0 && reserved > WINDOW) {
+                    if s.reserved == 0 {
+                        s.first = (begin - start) as u16;
+                    }
+                    let stop = (begin + reserved).min(end);
+                    s.end = (stop - start) as u16;
+                    s.reserved += (stop - begin) as u16;
+                    let done = begin + reserved;
                     self.until = self.until.max(done);
                     return done;
                 }
@@ -83,11 +114,12 @@ impl Calendar {
         }
     }
 
-    /// A demand transfer of `burst` cycles arriving at `at`: returns how long it waits
-    /// for background traffic (see the module documentation) and takes its bus time
-    /// from the window.
+    /// A demand transfer of `burst` cycles arriving at `at`: counted in demand's share
+    /// of the bus; returns how long it waits for background traffic (see the module
+    /// documentation).
     #[inline]
     pub fn demand(&mut self, at: u64, burst: u64) -> u64 {
+        self.demand_cycles += burst;
         if at >= self.until {
             return 0;
         }
@@ -96,10 +128,14 @@ impl Calendar {
 
     #[cold]
     fn meet(&mut self, at: u64, burst: u64) -> u64 {
+        let keep = 1.0 - self.demand_share;
         let Some(s) = self.slot(at / WINDOW) else { return 0 };
-        let wait = burst * (s.background as u64).min(WINDOW) / WINDOW;
-        s.used = (s.used as u64 + burst).min(WINDOW) as u32;
-        wait
+        let offset = (at % WINDOW) as u16;
+        if offset < s.first || offset >= s.end {
+            return 0;
+        }
+        let rho = keep * s.reserved as f64 / (s.end - s.first) as f64;
+        (burst as f64 * rho).round() as u64
     }
 
     /// The end of the latest background booking.
@@ -123,29 +159,47 @@ mod tests {
         assert_eq!(c.book(50_000, 20), 50_020);
         assert_eq!(c.book(60_000, 20), 60_020);
         // A request booked later but timed earlier is not walled off by them: it only
-        // queues behind what is booked in its own window.
-        // (Window 1 holds 49 transfers, 980 cycles from 1024: it starts at 2004.)
+        // queues behind what is booked in its own window. (Window 1 holds 49
+        // transfers, 980 cycles from 1024: it starts at 2004.)
         assert_eq!(c.book(1030, 20), 2024);
     }
 
     #[test]
-    fn demand_waits_the_background_share_of_its_window() {
+    fn sparse_lines_hold_the_bus_for_their_share_of_the_time_between_them() {
         let mut c = Calendar::default();
-        assert_eq!(c.demand(100, 20), 0, "no background: no calendar");
-        // Background takes 512 of window 0's 1024 cycles, until cycle 512: ρ = 1/2, a
-        // 20-cycle burst at 300 waits 10 cycles; one after 512 does not wait.
-        for _ in 0..16 {
-            c.book(0, 32);
+        // Two 20-cycle lines at 100 and 500 in window 0: they span [100, 520) with 40
+        // cycles of bus, ρ = 40 / 420: a 20-cycle burst at 300 waits round(1.9) = 2.
+        c.book(100, 20);
+        c.book(500, 20);
+        assert_eq!(c.demand(300, 20), 2);
+        assert_eq!(c.demand(50, 20), 0, "before the first line");
+    }
+
+    #[test]
+    fn background_leaves_demand_its_share_and_demand_waits_the_background_share() {
+        let mut c = Calendar::default();
+        assert_eq!(c.demand(100, 20), 0, "no background: no wait");
+        // Demand took 20 of the first 2048 cycles, then a booking at 2048 measures it:
+        // u = 20/2048 ≈ 0.98 %, a 100-cycle transfer reserves 101.
+        assert_eq!(c.book(2048, 100), 2149);
+        // Demand at a quarter of the bus for the next 4096 cycles: u = 1/4, and a
+        // transfer of 300 cycles reserves 400.
+        for i in 0..205 {
+            c.demand(2048 + i * 20, 5);
         }
-        assert_eq!(c.demand(300, 20), 10);
-        // The demand took 20 cycles of the window: the next background transfer starts
-        // after 512 + 20.
-        assert_eq!(c.book(0, 32), 532 + 32);
-        assert_eq!(c.demand(600, 20), 0);
-        // A saturated window: one burst.
+        assert_eq!(c.book(2048 + 4100, 300), 6148 + 400);
+        // Demand at a time the transfer spans waits 10 × 3/4 (the background share of
+        // its reserved bus time); after the transfer, in the same window, nothing.
+        assert_eq!(c.demand(6200, 10), 8);
+        assert_eq!(c.demand(6600, 10), 0);
+        // A saturating demand share is capped: background keeps 5 % of the bus.
         let mut d = Calendar::default();
-        d.book(0, 2048);
-        assert_eq!(d.demand(10, 20), 20);
+        for i in 0..100 {
+            d.demand(i * 20, 20);
+        }
+        // 50 cycles reserve 1000: they do not fit what is left of window 1, so they
+        // start window 2.
+        assert_eq!(d.book(2000, 50), 2048 + 1000);
         assert_eq!(d.demand(5000, 20), 0, "after the last booking");
     }
 }

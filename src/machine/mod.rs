@@ -131,6 +131,8 @@ pub struct Build<S> {
     pub placement: Placement,
     /// Grow the fast tier to hold the whole footprint (the all-fast bound).
     pub fast_holds_footprint: bool,
+    /// Free fast-tier frames first touch leaves alone while a slower tier has room.
+    pub fast_reserve: u64,
     /// The redirection structure's specification.
     pub redirect: S,
     /// Keep shadow memory (`--verify`).
@@ -148,6 +150,7 @@ impl<S: Default> Build<S> {
             thp: cfg.page_table.thp,
             placement: Placement::FastFirst,
             fast_holds_footprint: false,
+            fast_reserve: 0,
             redirect: S::default(),
             verify: false,
         }
@@ -291,6 +294,7 @@ impl<R: Redirect> Machine<R> {
         }
         let frames: Vec<u64> = caps.bytes.iter().map(|b| b >> 12).collect();
         let mut space = Space::new(&frames, &b.tenants, cfg.page_table.levels, huge_shift, b.thp, b.placement)?;
+        space.set_reserve(TierId::FAST, b.fast_reserve);
         let reserved = if caps.reserved > 0 { space.reserve_metadata(TierId::SLOW, caps.reserved)? } else { Vec::new() };
         let layout = Layout {
             tiers: TierId::first(frames.len()).map(|t| (space.allocator().base(t), space.allocator().frames(t))).collect(),
@@ -635,3 +639,6 @@ impl<R: Redirect> Machine<R> {
         Some(self.timing.page_fault_cycles)
     }
 }
+
+#[cfg(test)]
+mod tests;

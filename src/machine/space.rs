@@ -176,6 +176,9 @@ pub struct Space {
     regions: u32,
     /// Per tier: [first frame, one past the last).
     bounds: Vec<(u64, u64)>,
+    /// Per tier: free frames first touch leaves alone while another tier has room (an
+    /// allocator that falls back to the next node below a watermark, as Linux's does).
+    reserve: Vec<u64>,
     huge_frames: u64,
     thp: bool,
 }
@@ -200,7 +203,8 @@ impl Space {
             tenants.push(Tenant { kind, table, guest, frames_in: vec![0; frames.len()], fast_quota: None });
         }
         let bounds = TierId::first(frames.len()).map(|t| (alloc.base(t), alloc.base(t) + alloc.frames(t))).collect();
-        Ok(Space { tenants, alloc, rmap, placer: Placer::new(placement, frames.len()), regions, bounds, huge_frames, thp })
+        let reserve = vec![0; frames.len()];
+        Ok(Space { tenants, alloc, rmap, placer: Placer::new(placement, frames.len()), regions, bounds, reserve, huge_frames, thp })
     }
 
     pub fn tenants(&self) -> &[Tenant] {
@@ -282,6 +286,12 @@ impl Space {
         } else {
             Err(MechError::NoSuchTier { tier: t })
         }
+    }
+
+    /// Sets the free frames of tier `t` that first touch leaves alone while another
+    /// tier has room.
+    pub(crate) fn set_reserve(&mut self, t: TierId, frames: u64) {
+        self.reserve[t.index()] = frames;
     }
 
     /// Sets the tenant's fast-tier quota in frames (`None` = unlimited).
@@ -404,26 +414,33 @@ impl Space {
 
     /// Maps the page holding managed address `addr` of `tenant` on first touch where
     /// the placement mode says, falling back to any tier with room (a huge page falls
-    /// back to a base page in the chosen tier first). Sets the owners and counts.
-    /// `None` when every tier is full (or no frame is left for a page-table node).
+    /// back to a base page in the chosen tier first); a tier's reserve is taken only
+    /// when no tier has room above its own. Sets the owners and counts. `None` when
+    /// every tier is full (or no frame is left for a page-table node).
     pub(crate) fn first_touch(&mut self, tenant: u16, addr: u64) -> Option<Placed> {
         let ti = tenant as usize;
         let want_huge = self.thp && self.tenants[ti].table.small_node(addr).is_none();
         let first = self.placer.choose(&self.alloc);
-        let order = std::iter::once(first).chain(TierId::first(self.bounds.len()).filter(|&t| t != first));
+        let order: Vec<TierId> = std::iter::once(first).chain(TierId::first(self.bounds.len()).filter(|&t| t != first)).collect();
         let mut placed = None;
-        for t in order {
-            let x = &self.tenants[ti];
-            if want_huge && x.fits(t, self.huge_frames) {
-                if let Some(f) = self.alloc.alloc_huge(t) {
-                    placed = Some((t, f, true));
-                    break;
+        // First above every tier's reserve, then into the reserves.
+        'search: for into_reserve in [false, true] {
+            for &t in &order {
+                let keep = if into_reserve { 0 } else { self.reserve[t.index()] };
+                let free = self.alloc.free_frames(t);
+                let room = |frames: u64| free >= keep + frames;
+                let x = &self.tenants[ti];
+                if want_huge && x.fits(t, self.huge_frames) && room(self.huge_frames) {
+                    if let Some(f) = self.alloc.alloc_huge(t) {
+                        placed = Some((t, f, true));
+                        break 'search;
+                    }
                 }
-            }
-            if x.fits(t, 1) {
-                if let Some(f) = self.alloc.alloc(t, Colour::ANY) {
-                    placed = Some((t, f, false));
-                    break;
+                if x.fits(t, 1) && room(1) {
+                    if let Some(f) = self.alloc.alloc(t, Colour::ANY) {
+                        placed = Some((t, f, false));
+                        break 'search;
+                    }
                 }
             }
         }

@@ -37,22 +37,22 @@
 //! (forced drain). Queued writes leave the open row untouched; their row-hit or miss
 //! (for energy) is decided against the row open when they arrive.
 //!
-//! # Bulk transfers
-//! A page copy's lines ([`Tier::stream_line`], [`Tier::bulk`]) form a paced background
-//! stream per channel: each line issued at `at` occupies the channel for one burst (a
-//! read that opens a new row also for its row miss spread over the banks; a write for
-//! `drain`), after the stream's previous line:
-//! `copy_until = max(copy_until, at) + occupancy`; a read line completes at
-//! `max(copy_until, at + device)`, a write line at `copy_until`. How many lines are
-//! issued before earlier ones complete is the copier's business (the machine's copy
-//! keeps a bounded number of reads in flight). Demand accesses go first: one that
-//! arrives while a stream is active waits at most one burst (the line on the bus) and
-//! pushes the stream back by a burst, so a stream gets the channel time demand leaves
-//! over: with demand using a fraction u of a channel's bus, a stream moves
-//! (1 − u) × bandwidth / occupancy-per-burst of it, and every demand access that
-//! meets an active stream waits one burst more. Streams and the posted-write queue
-//! do not see each other (both are background traffic), and streams leave open rows
-//! alone.
+//! # Background traffic
+//! What mechanisms send to memory — a page copy's lines, page-table lines a scan reads,
+//! lines a flush writes back, metadata ([`Tier::stream_line`], [`Tier::bulk`]) — is
+//! background traffic, booked in its channel's calendar by time (see
+//! `machine::calendar`), not on the demand path's bank and bus clocks: mechanisms run
+//! ahead of the cores and book their accesses at their own future times, which must
+//! not make earlier demand queue behind them. Each line takes its channel for one
+//! burst (a read that opens a new row also for its row miss spread over the banks; a
+//! write for `drain`), stretched by 1 / (1 − u) where u is demand's recent share of
+//! the channel; a read line completes at `max(booked end, at + device)`, a write line
+//! at its booked end. How many lines are issued before earlier ones complete is the
+//! copier's business (the machine's copy keeps a bounded number of reads in flight).
+//! Demand goes first: a backlogged stream gets the 1 − u of the channel demand leaves,
+//! and a demand access waits the background share ρ of its window's bus time times its
+//! burst (ρ = 1 − u beside a backlogged stream). Background traffic leaves open rows
+//! alone; row hits of a stream are tracked per bank for the stream itself.
 //!
 //! Simplifications, chosen so that every latency can be checked by hand:
 //! - requests are served in the order they are issued (FCFS); the memory controller does
@@ -642,7 +642,7 @@ impl Tier {
 
     /// Transfers `bytes` (a multiple of 64) starting at `addr`, such as one side of a
     /// page copy, as a paced background stream whose lines are all issued at `now`
-    /// (see "Bulk transfers" in the module documentation). Returns the cycle at which
+    /// (see "Background traffic" in the module documentation). Returns the cycle at which
     /// the last line completes (`now` when `bytes` is 0). Counted as migration traffic
     /// in the stats, and in energy and wear like any access.
     pub fn bulk(&mut self, addr: u64, bytes: u64, write: bool, now: u64) -> u64 {
@@ -1036,14 +1036,14 @@ mod tests {
         // the 50-cycle miss spread over 4 banks (13), and 30 hits of one burst:
         // 2 × 23 + 30 × 10 = 346 cycles of channel 0's bus. Channel 1 is the same.
         assert_eq!(t.bulk(0, 4096, false, 0), 346);
-        // A demand read at 100 on channel 0 (bank 2, closed row: 50) goes first: it
-        // waits only the copy's share of its 1024-cycle window of bus time, 10 × 346 /
-        // 1024 = 3 cycles, not for the rest of the copy: 53.
-        assert_eq!(t.access(2 << 11, false, 100), 53);
+        // A demand read at 100 on channel 0 (bank 2, closed row: 50) goes first: the
+        // copy holds the bus throughout [0, 346), so it waits for the line on the bus
+        // (one burst), not for the rest of the copy: 60.
+        assert_eq!(t.access(2 << 11, false, 100), 60);
         let s = t.stats().clone();
         assert_eq!((s.reads, s.mechanism_reads, s.mechanism_writes), (1, 64, 0), "one demand read");
         assert_eq!(s.mechanism_bytes(), 4096);
-        assert_eq!(s.queue_cycles, 3);
+        assert_eq!(s.queue_cycles, 10);
         assert_eq!(t.bulk(0, 0, true, 7), 7);
         // Far from the copy, demand waits for nothing.
         assert_eq!(t.access(3 << 11, false, 100_000), 50);
@@ -1062,6 +1062,41 @@ mod tests {
         assert_eq!(t.stream_line(8 << 11, false, 500), 550);
         // Nor does a demand read at 600, beyond the window of cycle 500's line.
         assert_eq!(t.access(9 << 11 | 1 << 13, false, 2000), 50);
+    }
+
+    /// A stream booked ahead in steps, as a background thread runs beside demand, gets
+    /// the bus time demand leaves, and each demand access that meets it waits the
+    /// stream's share of a burst (module documentation, "Bulk transfers";
+    /// `super::super::calendar`).
+    #[test]
+    fn a_background_stream_takes_what_demand_leaves() {
+        let mut t = tier(&small());
+        // Stream: 4096 lines of channel 0 (addresses 128·i), read in steps of 64 lines
+        // issued together. Every 16 lines open a new row of a bank: a miss (23 cycles of
+        // bus) and 15 hits (10): S = 256 × 173 = 44 288 cycles of bus alone.
+        let s_alone = 256 * 173;
+        // Demand: a read every 40 cycles to row 0 of bank 3 on channel 0 — row hits of
+        // 20 cycles taking a 10-cycle burst: u = 1/4 of the bus.
+        let (addr, every) = (3u64 << 11, 40);
+        t.access(addr, false, 0);
+        let (mut clock, mut next, mut lat, mut n) = (0u64, every, 0u64, 0u64);
+        for step in 0..64u64 {
+            let lines = (step * 64..(step + 1) * 64).map(|i| t.stream_line(i * 128, false, clock));
+            clock = lines.max().unwrap();
+            while next < clock {
+                lat += t.access(addr, false, next);
+                n += 1;
+                next += every;
+            }
+        }
+        // The stream ran at 1 − u: S / (3/4) = 59 051 cycles.
+        let predicted = s_alone * 4 / 3;
+        assert!((clock as f64 - predicted as f64).abs() < 0.05 * predicted as f64, "stream took {clock}, predicted {predicted}");
+        // Demand waited the stream's share of a burst, (1 − u) × 10 = 7.5 cycles, more
+        // than its 20-cycle row hit.
+        let mean = lat as f64 / n as f64;
+        assert!((mean - 27.5).abs() < 1.0, "demand latency {mean} with the stream, 20 alone");
+        assert_eq!(t.access(addr, false, clock + 5000), 20, "alone again");
     }
 
     #[test]

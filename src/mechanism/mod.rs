@@ -424,3 +424,6 @@ mod tests;
 
 #[cfg(test)]
 mod copy_tests;
+
+#[cfg(test)]
+mod timing_tests;

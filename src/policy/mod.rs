@@ -66,6 +66,32 @@ pub enum FastTier {
     HoldsFootprint,
 }
 
+/// Free frames of the fast tier that first touch leaves alone while a slower tier has
+/// room, as Linux's allocator falls back to the next node below a watermark (so that
+/// promotions find room and reclaim is not outrun by new pages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FastReserve {
+    #[default]
+    None,
+    Frames(u64),
+    /// The fast tier's low watermark as Linux computes it
+    /// ([`Watermarks::linux`](crate::monitor::Watermarks::linux) with its default
+    /// min and this `watermark_scale_factor`).
+    LinuxLow { scale_factor: u64 },
+}
+
+impl FastReserve {
+    /// The reserve in frames for a fast tier of `capacity` frames.
+    pub fn frames(self, capacity: u64) -> u64 {
+        use crate::monitor::Watermarks;
+        match self {
+            FastReserve::None => 0,
+            FastReserve::Frames(n) => n.min(capacity),
+            FastReserve::LinuxLow { scale_factor } => Watermarks::linux(capacity, Watermarks::linux_min(capacity), scale_factor).low.min(capacity),
+        }
+    }
+}
+
 /// What a policy needs of the machine, declared from its configuration before the
 /// machine is built; the report's configuration shows the machine as built.
 #[derive(Clone, Debug)]
@@ -74,6 +100,7 @@ pub struct Requirements<S> {
     /// Where first touch puts pages.
     pub placement: Placement,
     pub fast_tier: FastTier,
+    pub fast_reserve: FastReserve,
     /// The background threads it hands jobs to, in `ThreadId` order.
     pub threads: Vec<ThreadKind>,
     /// The specification of the machine's redirection structure (`()` for none).
@@ -86,6 +113,7 @@ impl<S: Default> Default for Requirements<S> {
             page_size: PageSize::Configured,
             placement: Placement::FastFirst,
             fast_tier: FastTier::Configured,
+            fast_reserve: FastReserve::None,
             threads: Vec::new(),
             redirect: S::default(),
         }
