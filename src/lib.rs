@@ -6,7 +6,8 @@
 //! - [`mechanism`]: what policies may ask of the machine, each with its cost;
 //! - [`policy`]: one file per policy, decisions only;
 //! - [`engine`]: drives references through the machine, epochs, statistics;
-//! - [`report`], [`config`], [`cli`]: output, configuration, command line.
+//! - [`report`], [`config`], [`cli`]: output, configuration, command line;
+//! - [`units`], [`rng`], [`progress`]: sizes, random numbers, progress display.
 
 pub mod cli;
 pub mod config;
@@ -14,6 +15,7 @@ pub mod engine;
 pub mod machine;
 pub mod mechanism;
 pub mod policy;
+pub mod progress;
 pub mod report;
 pub mod rng;
 pub mod trace;

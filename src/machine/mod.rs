@@ -90,7 +90,8 @@ impl TiersConfig {
         v
     }
 
-    fn field(i: usize) -> String {
+    /// The dotted path of tier `i` in the configuration.
+    pub fn field(i: usize) -> String {
         match i {
             0 => "machine.tiers.fast".into(),
             1 => "machine.tiers.slow".into(),
@@ -404,8 +405,16 @@ pub struct DemandStats {
 /// Counts of everything the mechanisms did.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct MechanismStats {
+    /// Pages moved between tiers by migration: one per page migrated, two per swap,
+    /// one per fast-tier copy made and per dirty copy written back.
     pub migrations: u64,
+    /// Bytes those migrations copied.
     pub migrated_bytes: u64,
+    /// Huge pages assembled by a merge that copied their base pages into a newly
+    /// allocated huge frame (a merge in place copies nothing and is not counted).
+    pub merge_copies: u64,
+    /// Bytes those merges copied: one huge page each.
+    pub merge_copied_bytes: u64,
     /// Migrations from tier `i` to tier `j`, as `[i][j]`.
     pub migrations_between: Vec<Vec<u64>>,
     pub swaps: u64,

@@ -506,7 +506,8 @@ impl<'a> Mechanisms<'a> {
                 self.m.set_owner(dst + i as u64, tenant, region + ((i as u64) << 12));
             }
             cycles += copy_cycles;
-            self.m.mech.migrated_bytes += hb;
+            self.m.mech.merge_copies += 1;
+            self.m.mech.merge_copied_bytes += hb;
             dst
         };
         let flags = entries.iter().fold(0, |f, &e| f | (e & (ACCESSED | DIRTY)));

@@ -5,6 +5,7 @@ use super::Policy;
 use crate::machine::placement::Placement;
 use crate::machine::{MachineInfo, Observer};
 use crate::params;
+use crate::units::Size;
 
 params! {
     /// A policy without parameters.
@@ -34,7 +35,19 @@ impl Observer for AllSlow {}
 
 impl Policy for AllSlow {
     type Config = NoConfig;
-    fn new(_: NoConfig, _: &MachineInfo) -> anyhow::Result<Self> {
+    fn new(_: NoConfig, info: &MachineInfo) -> anyhow::Result<Self> {
+        // The slow tier must hold every page: placing some in the fast tier would make
+        // the lower bound a mixture.
+        if let Some(&frames) = info.tier_frames.get(1) {
+            if info.footprint_bytes > frames << 12 {
+                anyhow::bail!(
+                    "policy all-slow: the footprint ({}) does not fit the slow tier ({}), and all-slow keeps every page there; set machine.tiers.slow.capacity to at least \"{}\"",
+                    Size(info.footprint_bytes),
+                    Size(frames << 12),
+                    Size(info.footprint_bytes.div_ceil(1 << 20) << 20)
+                );
+            }
+        }
         Ok(AllSlow)
     }
     fn placement(&self) -> Placement {

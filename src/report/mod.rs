@@ -7,7 +7,9 @@ pub mod table;
 use crate::config::{Config, WorkloadSlot};
 use crate::machine::cache::CacheStats;
 use crate::machine::copies::CopyStats;
-use crate::machine::{CoreStats, Machine, MechanismStats, TenantKind};
+use crate::machine::placement::Placement;
+use crate::machine::{CoreStats, Machine, MechanismStats, TenantKind, TiersConfig};
+use crate::units::Size;
 use crate::policy::PolicyReport;
 use serde::Serialize;
 use std::time::Duration;
@@ -28,10 +30,22 @@ pub struct Summary {
     pub amat_ns: f64,
     /// Share of demand memory accesses served by the fast tier.
     pub fast_tier_fraction: f64,
-    /// Pages moved between tiers (a swap counts two).
+    /// Every page move: `migrations` plus `merge_copies`.
+    pub page_moves: u64,
+    /// Bytes copied by all of them: `migrated_bytes` plus `merge_copied_bytes`.
+    pub moved_bytes: u64,
+    /// Pages moved between tiers by migration (a swap counts two; a fast-tier copy
+    /// made, or a dirty one written back, counts one).
     pub migrations: u64,
+    /// Bytes the migrations copied.
     pub migrated_bytes: u64,
-    /// Bytes migrated (both directions) per byte of footprint (Rainbow Fig. 11).
+    /// Huge pages merged from base pages copied into a new huge frame (Thermostat
+    /// merging a sampled page into the slow tier); merges in place copy nothing.
+    pub merge_copies: u64,
+    /// Bytes those merges copied.
+    pub merge_copied_bytes: u64,
+    /// Bytes moved (both directions, every kind of move) per byte of footprint
+    /// (Rainbow Fig. 11).
     pub migration_to_footprint: f64,
     /// TLB misses (page walks) per thousand instructions.
     pub tlb_mpki: f64,
@@ -195,7 +209,15 @@ impl Slowdown {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SimInfo {
     pub version: String,
+    /// Wall time of the simulation proper (the reference loop).
     pub wall_seconds: f64,
+    /// Wall time before it: the footprint pass over traces, building the workloads
+    /// (graphs, matrices) and the machine.
+    pub setup_seconds: f64,
+    /// Wall time of the whole command, every run of it included (`compare`,
+    /// `--slowdown-vs`).
+    pub command_seconds: f64,
+    /// References per second of simulation wall time.
     pub references_per_second: f64,
     pub verify: bool,
     /// Reads checked against shadow memory (with `--verify`).
@@ -205,7 +227,15 @@ pub struct SimInfo {
 /// Everything a run reports.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
+    /// False when the run was stopped (Ctrl-C) before its workloads ended: every
+    /// figure then covers the `summary.references` simulated.
+    pub complete: bool,
     pub policy: String,
+    /// The `--preset` the configuration started from.
+    pub preset: Option<String>,
+    /// What the user should know to read the figures: capacities rounded or grown,
+    /// placements that could not be honoured, traces in an older format.
+    pub notes: Vec<String>,
     pub workloads: Vec<WorkloadSlot>,
     pub footprint_bytes: u64,
     pub summary: Summary,
@@ -261,6 +291,49 @@ fn breakdown(m: &Machine, c: &CopyStats) -> serde_json::Value {
         "share_of_cycles": share(c.remap_cycles + c.bitmap_cache_cycles + c.bitmap_memory_cycles + c.copy_cycles + c.metadata_cycles + c.shootdown_cycles + c.clflush_cycles),
     });
     serde_json::json!({ "translation_cycles": translation, "overhead_cycles": overhead })
+}
+
+/// States how the machine sized each tier against its configured capacity — rounded
+/// up to whole huge pages, or the fast tier grown to hold the footprint (all-fast) —
+/// as notes, and records every tier's resolved capacity (and the note) in its table
+/// of the report's `config`.
+fn capacity_notes(cfg: &Config, m: &Machine, tiers: &[TierReport], config: &mut serde_json::Value) -> Vec<String> {
+    let footprint = m.info().footprint_bytes;
+    let huge = 1u64 << m.huge_shift();
+    let mut notes = Vec::new();
+    for (i, (t, got)) in cfg.machine.tiers.all().into_iter().zip(tiers).enumerate() {
+        let field = TiersConfig::field(i);
+        let (asked, rounded) = (t.capacity.exact(footprint), t.capacity.resolve(footprint, huge));
+        let what = match t.capacity {
+            crate::units::Capacity::Percent(p) => format!("\"{p}%\" of the {} footprint is {}", mib_text(footprint), mib_text(asked)),
+            crate::units::Capacity::Bytes(_) => format!("\"{}\"", Size(asked)),
+        };
+        let note = if got.capacity_bytes > rounded {
+            Some(format!("{field}.capacity: {what}; grown to {} to hold the whole footprint (policy all-fast)", mib_text(got.capacity_bytes)))
+        } else if got.capacity_bytes != asked {
+            Some(format!("{field}.capacity: {what}; rounded up to {} (whole {} huge pages)", mib_text(got.capacity_bytes), Size(huge)))
+        } else {
+            None
+        };
+        let path = format!("/{}", field.replace('.', "/").replace("extra[", "extra/").replace(']', ""));
+        if let Some(serde_json::Value::Object(table)) = config.pointer_mut(&path) {
+            table.insert("resolved_capacity_bytes".into(), got.capacity_bytes.into());
+            if let Some(n) = &note {
+                table.insert("capacity_note".into(), n.clone().into());
+            }
+        }
+        notes.extend(note);
+    }
+    notes
+}
+
+/// Bytes as MiB with two decimals, or KiB below 1 MiB.
+fn mib_text(bytes: u64) -> String {
+    if bytes < 1 << 20 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.2} MiB", bytes as f64 / (1 << 20) as f64)
+    }
 }
 
 impl Report {
@@ -339,9 +412,13 @@ impl Report {
             ipc: ratio(instrs, cycles),
             amat_ns: ratio(demand_lat, demand_all) / ghz,
             fast_tier_fraction: ratio(m.demand[0].accesses, demand_all),
+            page_moves: m.mech.migrations + m.mech.merge_copies,
+            moved_bytes: m.mech.migrated_bytes + m.mech.merge_copied_bytes,
             migrations: m.mech.migrations,
             migrated_bytes: m.mech.migrated_bytes,
-            migration_to_footprint: ratio(m.mech.migrated_bytes, m.info().footprint_bytes),
+            merge_copies: m.mech.merge_copies,
+            merge_copied_bytes: m.mech.merge_copied_bytes,
+            migration_to_footprint: ratio(m.mech.migrated_bytes + m.mech.merge_copied_bytes, m.info().footprint_bytes),
             tlb_mpki: ratio(tlb_misses * 1000, instrs),
             llc_mpki: ratio(llc_misses * 1000, instrs),
             energy_j: tiers.iter().map(|t| t.dynamic_energy_j + t.static_energy_j).sum(),
@@ -349,8 +426,19 @@ impl Report {
         };
         let cores = m.cores.iter().map(|c| CoreReport { ipc: ratio(c.stats.instructions, c.clock), stats: c.stats.clone() }).collect();
         let wall_s = wall.as_secs_f64();
+        let mut config = serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null);
+        let mut notes = capacity_notes(cfg, m, &tiers, &mut config);
+        if m.placer.mode() == Placement::SlowOnly && m.data_frames_in(0) > 0 {
+            notes.push(format!(
+                "the slow tier filled up: {} of pages were placed in the fast tier instead",
+                Size(m.data_frames_in(0) << 12)
+            ));
+        }
         Report {
+            complete: true,
             policy: policy.to_string(),
+            preset: None,
+            notes,
             workloads: slots.to_vec(),
             footprint_bytes: m.info().footprint_bytes,
             summary,
@@ -371,11 +459,13 @@ impl Report {
             sim: SimInfo {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 wall_seconds: wall_s,
+                setup_seconds: 0.0,
+                command_seconds: 0.0,
                 references_per_second: if wall_s > 0.0 { refs as f64 / wall_s } else { 0.0 },
                 verify,
                 verified_reads: m.shadow.as_ref().map_or(0, |s| s.checked_reads),
             },
-            config: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
+            config,
             malformed_lines_skipped: 0,
         }
     }
