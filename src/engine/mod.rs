@@ -11,6 +11,9 @@
 //! records name. Trace records come from outside, so each batch is checked once,
 //! by a maximum over it, against the page tables' reach and the run's tenants; the
 //! per-reference loop itself does no checking.
+//!
+//! A run asked to stop ([`RunOptions::stop`], set on Ctrl-C) ends at its next epoch
+//! boundary and reports what it simulated, marked incomplete.
 
 use crate::config::{Config, WorkloadSlot};
 use crate::machine::{Machine, MachineInfo, TenantKind};

@@ -188,6 +188,8 @@ pub fn compare(reports: &[Report], base: usize) -> String {
         "(× = relative to {}; AMAT = mean latency of demand memory accesses; page moves = migrations + huge pages merged from copies{preset})",
         reports[base].policy
     );
+    let setup: f64 = reports.iter().map(|r| r.sim.setup_seconds).sum();
+    let _ = writeln!(out, "wall time: {:.2} s for the whole command ({} runs, whose setup took {setup:.2} s in all)", reports[base].sim.command_seconds, reports.len());
     for r in reports.iter().filter(|r| !r.complete) {
         let _ = writeln!(out, "INCOMPLETE: {} was interrupted after {} references", r.policy, r.summary.references);
     }
