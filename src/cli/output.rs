@@ -62,8 +62,16 @@ impl OutputFile {
     pub fn create(option: &str, path: &Path, inputs: &[&str], others: &[&OutputFile]) -> Result<OutputFile> {
         let shown = if option.is_empty() { path.display().to_string() } else { format!("{option} {}", path.display()) };
         let link = fs::symlink_metadata(path).map(|m| m.file_type().is_symlink()).unwrap_or(false);
-        // A link is followed: the file it points to is what gets replaced.
-        let target = if link { fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()) } else { path.to_path_buf() };
+        // A link is followed: the file it points to is what gets replaced (or created,
+        // when the link dangles).
+        let target = match (link, fs::canonicalize(path)) {
+            (false, _) => path.to_path_buf(),
+            (true, Ok(t)) => t,
+            (true, Err(_)) => {
+                let to = fs::read_link(path).with_context(|| format!("{shown}: cannot read the link"))?;
+                path.parent().unwrap_or(Path::new("")).join(to)
+            }
+        };
         let meta = fs::metadata(&target).ok();
         if meta.as_ref().is_some_and(|m| m.is_dir()) {
             bail!("{shown}: is a directory; give a file name");
@@ -203,6 +211,11 @@ mod tests {
         let link = d.join("link");
         std::os::unix::fs::symlink(&input, &link).unwrap();
         assert!(e(&link).contains("same file as the input"));
+        let dangling = d.join("dangling");
+        std::os::unix::fs::symlink("made.json", &dangling).unwrap();
+        OutputFile::create("--json", &dangling, &[], &[]).unwrap().write_all_and_commit(b"{}").unwrap();
+        assert!(fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink(), "the link stays a link");
+        assert_eq!(fs::read_to_string(d.join("made.json")).unwrap(), "{}");
         let hard = d.join("hard");
         fs::hard_link(&input, &hard).unwrap();
         assert!(e(&hard).contains("same file as the input"));
