@@ -174,6 +174,13 @@ fn damaged_native_header_or_trailer_stops_the_run() {
     b[13] = 1;
     std::fs::write(&path, &b).unwrap();
     bad(&["inspect", s(&path)], "reserved bytes 12-15 are not 0");
+    // Version 1 has no checksum: a wrong page count in its trailer is caught when the
+    // run has read the records and counted their pages.
+    let mut b = old.clone();
+    let v1_pages_4k = b.len() - 16 - 8 - 8;
+    b[v1_pages_4k] ^= 0xff;
+    std::fs::write(&path, &b).unwrap();
+    bad(&["run", "--trace", s(&path)], "corrupt trailer: it counts 250 pages of 4 KiB in 2 regions of 2 MiB, the records touch 5 in 2");
     // Version 1 still reads, the same records, and says what it lacks.
     assert_eq!(read_records(&data("small-v1.tsim")), read_records(&data("small.tsim")));
     let json_path = dir.join("r.json");
