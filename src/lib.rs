@@ -9,7 +9,8 @@
 //!   sorts, LRU lists, watermarks;
 //! - [`policy`]: one file per policy, decisions only;
 //! - [`engine`]: drives references through the machine, epochs, statistics;
-//! - [`report`], [`config`], [`cli`]: output, configuration, command line.
+//! - [`report`], [`config`], [`cli`]: output, configuration, command line;
+//! - [`units`], [`rng`], [`progress`]: sizes, random numbers, progress display.
 
 pub mod cli;
 pub mod config;
@@ -18,6 +19,7 @@ pub mod machine;
 pub mod mechanism;
 pub mod monitor;
 pub mod policy;
+pub mod progress;
 pub mod report;
 pub mod rng;
 pub mod trace;

@@ -107,11 +107,16 @@ impl Capacity {
     /// assert_eq!(Capacity::parse("4GiB").unwrap().resolve(1, 4096), 4 << 30);
     /// ```
     pub fn resolve(self, footprint: u64, granule: u64) -> u64 {
-        let raw = match self {
+        self.exact(footprint).div_ceil(granule) * granule
+    }
+
+    /// The bytes asked for, before rounding: the size, or the share of `footprint`
+    /// rounded up to a whole byte.
+    pub fn exact(self, footprint: u64) -> u64 {
+        match self {
             Capacity::Bytes(b) => b,
             Capacity::Percent(p) => (footprint as f64 * p / 100.0).ceil() as u64,
-        };
-        raw.div_ceil(granule) * granule
+        }
     }
 
     /// Whether the capacity is a share of the footprint (not an absolute size).

@@ -14,14 +14,15 @@ fn config(sets: &[&str]) -> Config {
 }
 
 fn run_cfg(cfg: &Config, verify: bool) -> Report {
-    run(cfg, &RunOptions { verify, progress: false }).unwrap()
+    run(cfg, &RunOptions { verify, ..Default::default() }).unwrap()
 }
 
 fn without_wall_time(r: &Report) -> serde_json::Value {
     let mut v = serde_json::to_value(r).unwrap();
     let sim = v["sim"].as_object_mut().unwrap();
-    sim.remove("wall_seconds");
-    sim.remove("references_per_second");
+    for timing in ["wall_seconds", "setup_seconds", "command_seconds", "references_per_second"] {
+        sim.remove(timing);
+    }
     v
 }
 
@@ -142,7 +143,7 @@ fn verify_passes_for_every_baseline_on_every_workload() {
                 "policy.thermostat.periods_per_run=3",
                 &format!("policy.name=\"{policy}\""),
             ]);
-            let r = run(&cfg, &RunOptions { verify: true, progress: false })
+            let r = run(&cfg, &RunOptions { verify: true, ..Default::default() })
                 .unwrap_or_else(|e| panic!("{policy} on {workload}: {e}"));
             assert!(r.sim.verified_reads > 0 || workload == &"gups" && r.summary.references == 0);
         }
@@ -258,7 +259,7 @@ fn thermostat_and_kstaled_pass_verify_on_every_workload() {
                     "policy.kstaled.idle_s=2.0",
                 ],
             );
-            run(&cfg, &RunOptions { verify: true, progress: false }).unwrap_or_else(|e| panic!("{policy} on {workload}: {e}"));
+            run(&cfg, &RunOptions { verify: true, ..Default::default() }).unwrap_or_else(|e| panic!("{policy} on {workload}: {e}"));
         }
     }
 }
@@ -397,7 +398,7 @@ fn copy_policies_pass_verify_on_every_workload_while_copies_churn() {
                 caches,
                 &format!("policy.name=\"{policy}\""),
             ]);
-            let r = run(&cfg, &RunOptions { verify: true, progress: false }).unwrap_or_else(|e| panic!("{policy} on {workload}: {e}"));
+            let r = run(&cfg, &RunOptions { verify: true, ..Default::default() }).unwrap_or_else(|e| panic!("{policy} on {workload}: {e}"));
             let what = format!("{policy} on {workload}");
             assert!(r.sim.verified_reads > 0, "{what}");
             let c: tiersim::machine::copies::CopyStats =

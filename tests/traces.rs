@@ -3,8 +3,14 @@
 //! the command line on bad traces.
 //!
 //! `tests/data/` holds (commands run in the repository root, valgrind 3.19):
-//! - `true.tsim`: `tiersim record --out tests/data/true.tsim -- /bin/true`
-//! - `gzip.tsim`: `seq 1 400 | tiersim record --out tests/data/gzip.tsim -- gzip -c`
+//! - `true.tsim`: `tiersim record --out tests/data/true.tsim -- /bin/true`, rewritten
+//!   as native version 2 by `tiersim convert` (its records unchanged)
+//! - `gzip.tsim`: `seq 1 400 | tiersim record --out tests/data/gzip.tsim -- gzip -c`,
+//!   rewritten as version 2 the same way
+//! - `small.tsim`: the first 700 lines of the lackey capture of `/bin/true`
+//!   (`true.lk.xz`), `tiersim convert --tenant 1` (165 records); `small.tsim.gz`,
+//!   `.xz` and `.zst` are it under `gzip -9 -n`, `xz -9` and `zstd -19`;
+//!   `small-v1.tsim` the same records in native version 1 (tiersim before issue 20)
 //! - `true.lk.xz`: `valgrind --tool=lackey --trace-mem=yes --log-file=true.lk /bin/true`, xz -9
 //! - `rep.lk.gz`: 727 lines of lackey output around a `rep stosb` of 200 bytes and a
 //!   `rep movsb` of 100 bytes in a small C program (`asm("rep stosb")` on a static

@@ -1,6 +1,11 @@
 //! The command line: `demo`, `run`, `compare`, `policies`, `config`, and the trace
 //! commands `record`, `convert` and `inspect` (in [`traces`]).
+//!
+//! Every command checks its output paths before it starts ([`output`]), and runs
+//! stop cleanly on Ctrl-C ([`interrupt`]).
 
+pub mod interrupt;
+mod output;
 mod traces;
 
 use crate::config::{Config, Sources, PRESETS};
@@ -9,11 +14,26 @@ use crate::engine::{self, RunOptions};
 use crate::policy::registry::{with_policy, PolicyVisitor, POLICIES};
 use crate::machine::Redirect;
 use crate::policy::Policy;
+use crate::progress::{Mode, Progress};
 use crate::report::{table, Report, Slowdown};
 use crate::workload::WORKLOADS;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::{Args, Parser, Subcommand};
+use output::OutputFile;
 use std::path::PathBuf;
+use std::time::Instant;
+
+/// A run stopped by Ctrl-C: its partial report was written; the CLI exits with 130.
+#[derive(Debug)]
+pub struct Interrupted(pub String);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Interrupted {}
 
 #[derive(Parser, Debug)]
 #[command(name = "tiersim", version, about = "Fast trace-driven simulator for tiered (hybrid) main memory")]
@@ -60,7 +80,8 @@ pub struct ConfigArgs {
     /// TOML configuration file.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Built-in preset (rainbow, spar, optane, thermostat, cxl).
+    /// Built-in preset (rainbow, spar, optane, thermostat, thermostat-emulated, cxl); a
+    /// paper's preset also selects its paper's policy (`tiersim policies` lists them).
     #[arg(long)]
     pub preset: Option<String>,
     /// Policy to run (shorthand for --set policy.name=NAME).
@@ -77,13 +98,15 @@ pub struct ConfigArgs {
     #[arg(long, value_delimiter = ',')]
     pub tenants: Vec<String>,
     /// Workload footprint, e.g. 2GiB (shorthand for --set workload.footprint=SIZE).
-    #[arg(long)]
+    /// Sizes are binary everywhere: 1KB = 1KiB = 1024 bytes, 1GB = 1GiB = 2^30 bytes.
+    #[arg(long, allow_hyphen_values = true)]
     pub footprint: Option<String>,
-    /// References to simulate (shorthand for --set workload.refs=N).
-    #[arg(long)]
+    /// References to simulate (shorthand for --set workload.refs=N); with --trace,
+    /// replay only the first N references of each trace.
+    #[arg(long, allow_hyphen_values = true)]
     pub refs: Option<String>,
     /// Random seed (shorthand for --set workload.seed=N).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub seed: Option<String>,
     /// Override any configuration key by its dotted path, e.g. machine.tiers.fast.capacity=2GiB.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -94,7 +117,7 @@ pub struct ConfigArgs {
     pub traces: Vec<String>,
     /// Tenant (address space) of each --trace, in order: traces with the same tenant
     /// share an address space.
-    #[arg(long = "tenant", value_name = "N")]
+    #[arg(long = "tenant", value_name = "N", allow_negative_numbers = true)]
     pub trace_tenants: Vec<u16>,
     /// Format of the --trace files (default: detected from their content).
     #[arg(long)]
@@ -104,8 +127,28 @@ pub struct ConfigArgs {
     pub skip_malformed: bool,
 }
 
+/// Parses the value of a whole-number option; the error names the option.
+fn whole_number(option: &str, v: &str) -> Result<u64> {
+    let t = v.replace('_', "");
+    if t.starts_with('-') {
+        bail!("{option}: must not be negative, got {v}");
+    }
+    t.parse().map_err(|_| anyhow!("{option}: `{v}` is not a whole number"))
+}
+
 impl ConfigArgs {
     pub fn load(&self) -> Result<Config> {
+        if !self.traces.is_empty() {
+            let why = "the traces are the workload, and their footprint is measured from them";
+            for (option, given) in [("--footprint", self.footprint.is_some()), ("--workload", self.workload.is_some())] {
+                if given {
+                    bail!("{option}: cannot be combined with --trace: {why}");
+                }
+            }
+            if let Some(s) = self.sets.iter().find(|s| s.trim_start().starts_with("workload.")) {
+                bail!("--set {s}: cannot be combined with --trace: {why} (--refs N replays the first N references of each trace)");
+            }
+        }
         let mut sets = Vec::new();
         let quoted = |v: &str| format!("\"{}\"", v.replace('"', ""));
         if let Some(p) = &self.policy {
@@ -115,13 +158,21 @@ impl ConfigArgs {
             sets.push(format!("workload.name={}", quoted(w)));
         }
         if let Some(f) = &self.footprint {
+            if f.trim_start().starts_with('-') {
+                bail!("--footprint: must not be negative, got {f}");
+            }
             sets.push(format!("workload.footprint={}", quoted(f)));
         }
-        for (key, v) in [("workload.refs", &self.refs), ("workload.seed", &self.seed)] {
-            if let Some(v) = v {
-                let n: u64 = v.replace('_', "").parse().map_err(|_| anyhow!("--{}: `{v}` is not a whole number", &key[9..]))?;
-                sets.push(format!("{key}={n}"));
+        let refs = self.refs.as_deref().map(|v| whole_number("--refs", v)).transpose()?;
+        if let (Some(n), false) = (refs, self.traces.is_empty()) {
+            if n == 0 {
+                bail!("--refs: must be at least 1 with --trace");
             }
+        } else if let Some(n) = refs {
+            sets.push(format!("workload.refs={n}"));
+        }
+        if let Some(v) = &self.seed {
+            sets.push(format!("workload.seed={}", whole_number("--seed", v)?));
         }
         sets.extend(self.sets.iter().cloned());
         if let Some(f) = &self.format {
@@ -137,7 +188,15 @@ impl ConfigArgs {
             trace_tenants: self.trace_tenants.clone(),
             trace_format: self.format.clone(),
             skip_malformed: self.skip_malformed,
+            trace_refs: refs.filter(|_| !self.traces.is_empty()),
         })
+    }
+
+    /// The files the configuration reads: the config file and every trace.
+    fn inputs(&self, cfg: &Config) -> Result<Vec<String>> {
+        let mut files: Vec<String> = self.config.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        files.extend(cfg.slots()?.into_iter().filter_map(|s| s.trace.map(|t| t.path)));
+        Ok(files)
     }
 }
 
@@ -161,23 +220,61 @@ pub struct RunArgs {
     pub slowdown_vs: Option<String>,
     /// With --slowdown-vs: also report the slowdown over the references after this
     /// fraction of them (in (0, 1)), the steady state of a policy that settles slowly.
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true)]
     pub warmup: Option<f64>,
+    /// Print a progress line on standard error every few seconds even when it is not
+    /// a terminal (on a terminal a progress bar is shown anyway).
+    #[arg(long)]
+    pub progress: bool,
 }
 
-fn write_outputs(reports: &[Report], json: &Option<PathBuf>, csv: &Option<PathBuf>) -> Result<()> {
-    if let Some(path) = json {
-        let text = if reports.len() == 1 {
-            serde_json::to_string_pretty(&reports[0])?
-        } else {
-            serde_json::to_string_pretty(reports)?
-        };
-        std::fs::write(path, text + "\n").with_context(|| format!("{}: cannot write", path.display()))?;
+/// The `--json` and `--csv` files of a run, checked and opened before it starts.
+struct RunOutputs {
+    json: Option<OutputFile>,
+    csv: Option<OutputFile>,
+}
+
+impl RunOutputs {
+    fn open(args: &RunArgs, cfg: &Config) -> Result<RunOutputs> {
+        let inputs = args.cfg.inputs(cfg)?;
+        let inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+        let json = OutputFile::create_opt("--json", &args.json, &inputs, &[])?;
+        let csv = OutputFile::create_opt("--csv", &args.csv, &inputs, &json.iter().collect::<Vec<_>>())?;
+        Ok(RunOutputs { json, csv })
     }
-    if let Some(path) = csv {
-        std::fs::write(path, table::csv(reports)).with_context(|| format!("{}: cannot write", path.display()))?;
+
+    /// Writes the reports; a run stopped by Ctrl-C then ends the command with
+    /// [`Interrupted`] (the outputs hold its partial report).
+    fn write(self, reports: &[Report]) -> Result<()> {
+        if let Some(out) = self.json {
+            let text = if reports.len() == 1 { serde_json::to_string_pretty(&reports[0])? } else { serde_json::to_string_pretty(reports)? };
+            out.write_all_and_commit((text + "\n").as_bytes())?;
+        }
+        if let Some(out) = self.csv {
+            out.write_all_and_commit(table::csv(reports).as_bytes())?;
+        }
+        interrupted(reports)
     }
-    Ok(())
+}
+
+/// [`Interrupted`] if a run was stopped by Ctrl-C.
+fn interrupted(reports: &[Report]) -> Result<()> {
+    if reports.iter().all(|r| r.complete) {
+        return Ok(());
+    }
+    let refs: Vec<String> = reports.iter().map(|r| r.summary.references.to_string()).collect();
+    Err(anyhow::Error::new(Interrupted(format!(
+        "interrupted: the reports cover the first {} references simulated and say \"complete\": false",
+        refs.join(", ")
+    ))))
+}
+
+/// Runs `f` with the progress display of a command, then takes it off the screen.
+fn with_progress<T>(lines_elsewhere: bool, f: impl FnOnce(&Progress) -> Result<T>) -> Result<T> {
+    let progress = Progress::new(Mode::for_stderr(lines_elsewhere));
+    let result = f(&progress);
+    progress.finish();
+    result
 }
 
 /// Runs `policies` on `cfg`, two at a time (runs are independent, so the results do
@@ -186,18 +283,31 @@ pub fn run_many(cfg: &Config, policies: &[String], opts: &RunOptions) -> Result<
     for p in policies {
         with_policy(p, Noop)?;
     }
+    opts.progress.set_runs(policies.len() as u32);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 2);
     let mut results: Vec<Option<Result<Report>>> = (0..policies.len()).map(|_| None).collect();
-    let quiet = &RunOptions { progress: false, ..opts.clone() };
     for chunk in (0..policies.len()).collect::<Vec<_>>().chunks(threads) {
         std::thread::scope(|s| {
-            let handles: Vec<_> = chunk.iter().map(|&i| (i, s.spawn(move || engine::run_policy(cfg, &policies[i], quiet)))).collect();
+            let run = |i: usize| {
+                let r = engine::run_policy(cfg, &policies[i], opts);
+                opts.progress.run_done();
+                r
+            };
+            let handles: Vec<_> = chunk.iter().map(|&i| (i, s.spawn(move || run(i)))).collect();
             for (i, h) in handles {
                 results[i] = Some(h.join().unwrap_or_else(|_| Err(anyhow!("the run of {} panicked", policies[i]))));
             }
         });
     }
     results.into_iter().map(|r| r.expect("every run finished")).collect()
+}
+
+/// Fills in what only the command knows: its preset and its whole wall time.
+fn finish_reports(reports: &mut [Report], preset: &Option<String>, started: Instant) {
+    for r in reports {
+        r.preset = preset.clone();
+        r.sim.command_seconds = started.elapsed().as_secs_f64();
+    }
 }
 
 struct Noop;
@@ -209,34 +319,48 @@ impl PolicyVisitor for Noop {
 
 /// Executes a parsed command line.
 pub fn main(cli: Cli) -> Result<()> {
+    let started = Instant::now();
     match cli.command {
-        Command::Demo => demo(),
+        Command::Demo => {
+            interrupt::install(true);
+            demo(started)
+        }
         Command::Run(args) => {
-            let cfg = args.cfg.load()?;
-            let opts = RunOptions { verify: args.verify, progress: true };
             if let Some(f) = args.warmup {
                 if args.slowdown_vs.is_none() {
-                    anyhow::bail!("--warmup: only with --slowdown-vs");
+                    bail!("--warmup: only with --slowdown-vs");
                 }
                 if !(f > 0.0 && f < 1.0) {
-                    anyhow::bail!("--warmup: must be a fraction in (0, 1), got {f}");
+                    bail!("--warmup: must be a fraction in (0, 1), got {f}");
                 }
             }
-            let report = match &args.slowdown_vs {
-                None => engine::run(&cfg, &opts)?,
-                Some(reference) => {
-                    let both = run_many(&cfg, &[cfg.policy.name.clone(), reference.clone()], &opts)?;
-                    let [mut r, base]: [Report; 2] = both.try_into().map_err(|_| anyhow!("two runs expected"))?;
-                    r.slowdown = Some(Slowdown::between(&r, &base, reference, args.warmup));
-                    r
+            let cfg = args.cfg.load()?;
+            let outputs = RunOutputs::open(&args, &cfg)?;
+            interrupt::install(true);
+            let mut report = with_progress(args.progress, |progress| {
+                let opts = RunOptions { verify: args.verify, progress: progress.clone(), stop: Some(&interrupt::STOP) };
+                match &args.slowdown_vs {
+                    None => engine::run(&cfg, &opts),
+                    Some(reference) => {
+                        let both = run_many(&cfg, &[cfg.policy.name.clone(), reference.clone()], &opts)?;
+                        let [mut r, base]: [Report; 2] = both.try_into().map_err(|_| anyhow!("two runs expected"))?;
+                        if r.complete && base.complete {
+                            r.slowdown = Some(Slowdown::between(&r, &base, reference, args.warmup));
+                        } else {
+                            r.complete = false;
+                            r.notes.push(format!("no slowdown against {reference}: the runs were interrupted at different points"));
+                        }
+                        Ok(r)
+                    }
                 }
-            };
+            })?;
+            finish_reports(std::slice::from_mut(&mut report), &args.cfg.preset, started);
             print!("{}", table::run_summary(&report));
-            write_outputs(&[report], &args.json, &args.csv)
+            outputs.write(&[report])
         }
         Command::Compare { policies, baseline, run } => {
             if run.slowdown_vs.is_some() || run.warmup.is_some() {
-                anyhow::bail!("--slowdown-vs, --warmup: only for `run`; `compare` normalises to --baseline");
+                bail!("--slowdown-vs, --warmup: only for `run`; `compare` normalises to --baseline");
             }
             let cfg = run.cfg.load()?;
             let base = baseline.unwrap_or_else(|| policies[0].clone());
@@ -244,10 +368,15 @@ pub fn main(cli: Cli) -> Result<()> {
                 .iter()
                 .position(|p| *p == base)
                 .ok_or_else(|| anyhow!("--baseline: `{base}` is not one of --policies ({})", policies.join(",")))?;
-            let opts = RunOptions { verify: run.verify, progress: false };
-            let reports = run_many(&cfg, &policies, &opts)?;
+            let outputs = RunOutputs::open(&run, &cfg)?;
+            interrupt::install(true);
+            let mut reports = with_progress(run.progress, |progress| {
+                let opts = RunOptions { verify: run.verify, progress: progress.clone(), stop: Some(&interrupt::STOP) };
+                run_many(&cfg, &policies, &opts)
+            })?;
+            finish_reports(&mut reports, &run.cfg.preset, started);
             print!("{}", table::compare(&reports, base_idx));
-            write_outputs(&reports, &run.json, &run.csv)
+            outputs.write(&reports)
         }
         Command::Policies => {
             print!("{}", policies_text()?);
@@ -264,7 +393,7 @@ pub fn main(cli: Cli) -> Result<()> {
 }
 
 /// The demo: the five baselines on a hotspot workload whose hot set fits the fast tier.
-fn demo() -> Result<()> {
+fn demo(started: Instant) -> Result<()> {
     let args = ConfigArgs {
         workload: Some("hotspot".into()),
         footprint: Some("2GiB".into()),
@@ -282,8 +411,12 @@ fn demo() -> Result<()> {
         cfg.workload.hotspot.hot_size * 100.0,
         cfg.machine.tiers.fast.capacity
     );
-    let reports = run_many(&cfg, &policies, &RunOptions::default())?;
+    let mut reports = with_progress(false, |progress| {
+        run_many(&cfg, &policies, &RunOptions { progress: progress.clone(), stop: Some(&interrupt::STOP), ..Default::default() })
+    })?;
+    finish_reports(&mut reports, &None, started);
     print!("{}", table::compare(&reports, 0));
+    interrupted(&reports)?;
     println!("\nTry: tiersim compare --policies all-fast,first-touch,all-slow --workload zipf --footprint 1GiB");
     Ok(())
 }
@@ -302,13 +435,15 @@ fn policies_text() -> Result<String> {
         out += &with_policy(name, Describe)?;
         out += "\n";
     }
-    out += "Presets (--preset):\n";
+    let width = PRESETS.iter().map(|p| p.0.len()).chain(WORKLOADS.iter().map(|w| w.0.len())).max().unwrap_or(0);
+    out += "Presets (--preset; each runs the policy it names unless --policy says otherwise):\n";
     for (name, about, _) in PRESETS {
-        out += &format!("  {name:<11} {about}\n");
+        let policy = Config::load(&Sources { preset: Some(name.to_string()), ..Default::default() })?.policy.name;
+        out += &format!("  {name:<width$} {about}; policy {policy}\n");
     }
     out += "Workloads (--workload):\n";
     for (name, about) in WORKLOADS {
-        out += &format!("  {name:<11} {about}\n");
+        out += &format!("  {name:<width$} {about}\n");
     }
     out += "Trace formats (--trace FILE, detected or --format; see docs/trace-formats.md):\n  ";
     out += &crate::trace::Format::ALL.map(|f| f.1).join(", ");

@@ -16,8 +16,10 @@
 //! full before reading. The writer then never waits and is never woken: it costs
 //! what writing to `/dev/null` costs, plus a copy.
 
+use super::interrupt;
+use super::output::OutputFile;
 use crate::trace::native::NativeWriter;
-use crate::trace::{self, inspect as analysis, Access, Format, OpenOptions};
+use crate::trace::{self, inspect as analysis, Access, Format, OpenOptions, Opened};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use std::fs::File;
@@ -51,7 +53,7 @@ pub struct ConvertArgs {
     #[arg(long)]
     pub skip_malformed: bool,
     /// Tag every record with this tenant, written in each record's tenant field.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub tenant: Option<u16>,
 }
 
@@ -60,7 +62,7 @@ pub struct InspectArgs {
     /// Trace to read (`-` for standard input), any supported format, optionally compressed.
     pub trace: String,
     /// References per interval of the hot-page statistics.
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = 1_000_000, allow_negative_numbers = true)]
     pub interval: u64,
     /// Format of the trace (default: detected from its content).
     #[arg(long)]
@@ -77,12 +79,22 @@ fn open_options(format: &Option<String>, skip_malformed: bool) -> Result<OpenOpt
     Ok(OpenOptions { format: format.as_deref().map(Format::parse).transpose()?, skip_malformed })
 }
 
+/// Prints what the user should know about an opened trace.
+fn print_notes(opened: &Opened) {
+    for n in &opened.notes {
+        eprintln!("tiersim: note: {n}");
+    }
+}
+
 /// `tiersim inspect`.
 pub fn inspect(args: &InspectArgs) -> Result<()> {
     if args.interval == 0 {
         bail!("--interval: must be at least 1 reference");
     }
+    let json = OutputFile::create_opt("--json", &args.json, &[&args.trace], &[])?;
+    interrupt::install(false);
     let mut opened = trace::open(&args.trace, &open_options(&args.format, args.skip_malformed)?)?;
+    print_notes(&opened);
     let mut r = analysis::inspect(opened.source.as_mut(), args.interval)?;
     r.trace = args.trace.clone();
     r.format = match opened.compression {
@@ -90,8 +102,8 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
         None => opened.format.name().to_string(),
     };
     print!("{}", analysis::table(&r));
-    if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&r)? + "\n").with_context(|| format!("{}: cannot write", path.display()))?;
+    if let Some(out) = json {
+        out.write_all_and_commit((serde_json::to_string_pretty(&r)? + "\n").as_bytes())?;
     }
     Ok(())
 }
@@ -119,14 +131,22 @@ fn write_native(source: &mut dyn trace::Source, out: Box<dyn Write>, cores: bool
 
 /// `tiersim convert`.
 pub fn convert(args: &ConvertArgs) -> Result<()> {
+    let file = match args.output.as_str() {
+        "-" => None,
+        path => Some(OutputFile::create("", Path::new(path), &[&args.input], &[])?),
+    };
+    interrupt::install(false);
     let mut opened = trace::open(&args.input, &open_options(&args.format, args.skip_malformed)?)?;
-    let out: Box<dyn Write> = if args.output == "-" {
-        Box::new(BufWriter::with_capacity(1 << 20, io::stdout().lock()))
-    } else {
-        Box::new(BufWriter::with_capacity(1 << 20, File::create(&args.output).with_context(|| format!("{}: cannot create", args.output))?))
+    print_notes(&opened);
+    let out: Box<dyn Write> = match &file {
+        None => Box::new(BufWriter::with_capacity(1 << 20, io::stdout().lock())),
+        Some(f) => Box::new(BufWriter::with_capacity(1 << 20, f.handle()?)),
     };
     let started = Instant::now();
     let (records, bytes) = write_native(opened.source.as_mut(), out, opened.record_cores, args.tenant, opened.record_tenants)?;
+    if let Some(f) = file {
+        f.commit()?;
+    }
     let secs = started.elapsed().as_secs_f64();
     let mut msg = format!(
         "converted {} ({}) to {}: {records} accesses, {bytes} bytes ({:.3} bytes/access), {:.1} M accesses/s",
@@ -229,7 +249,8 @@ pub fn record(args: &RecordArgs) -> Result<()> {
         let base = Path::new(program).file_name().map_or("trace".into(), |n| n.to_string_lossy().to_string());
         PathBuf::from(format!("{base}.tsim"))
     });
-    let file = File::create(&out_path).with_context(|| format!("{}: cannot create", out_path.display()))?;
+    let output = OutputFile::create("--out", &out_path, &[&file.to_string_lossy()], &[])?;
+    interrupt::install(false);
     let (reader, writer) = io::pipe().context("record: cannot create a pipe")?;
     let reader = PipeBatcher::new(reader);
     let fd = writer.as_raw_fd();
@@ -252,7 +273,7 @@ pub fn record(args: &RecordArgs) -> Result<()> {
     drop(writer);
     drop(cmd);
     let mut source = trace::lackey::LackeyReader::new(Box::new(reader), "valgrind lackey output".into(), false);
-    let out = Box::new(BufWriter::with_capacity(1 << 20, file));
+    let out = Box::new(BufWriter::with_capacity(1 << 20, output.handle()?));
     let result = write_native(&mut source, out, false, None, false);
     let status: ExitStatus = match &result {
         Ok(_) => child.wait()?,
@@ -262,6 +283,11 @@ pub fn record(args: &RecordArgs) -> Result<()> {
         }
     };
     let (records, bytes) = result.with_context(|| format!("record: {}", out_path.display()))?;
+    let code = status.code().map_or_else(|| "a signal".to_string(), |c| format!("exit code {c}"));
+    if !status.success() && records == 0 {
+        return Err(anyhow!("record: valgrind failed ({code}) before tracing anything"));
+    }
+    output.commit()?;
     let secs = started.elapsed().as_secs_f64();
     println!(
         "recorded {records} accesses from `{}` in {secs:.2} s: {:.2} M accesses/s captured",
@@ -270,10 +296,6 @@ pub fn record(args: &RecordArgs) -> Result<()> {
     );
     println!("wrote {} ({bytes} bytes, {:.3} bytes/access)", out_path.display(), bytes as f64 / records.max(1) as f64);
     if !status.success() {
-        let code = status.code().map_or_else(|| "a signal".to_string(), |c| format!("exit code {c}"));
-        if records == 0 {
-            return Err(anyhow!("record: valgrind failed ({code}) before tracing anything"));
-        }
         eprintln!("tiersim: note: `{program}` ended with {code}; the trace covers it up to there");
     }
     Ok(())

@@ -97,6 +97,9 @@ pub struct TraceSlot {
     pub format: Option<Format>,
     /// Skip malformed lines (counting them) instead of failing.
     pub skip_malformed: bool,
+    /// Replay only the first this many records (`--refs N`, or `refs` in the entry).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refs: Option<u64>,
 }
 
 /// The whole configuration.
@@ -193,6 +196,8 @@ pub struct Sources {
     pub trace_format: Option<String>,
     /// Skip malformed trace lines (`--skip-malformed`).
     pub skip_malformed: bool,
+    /// Replay only the first this many records of each trace (`--refs` with `--trace`).
+    pub trace_refs: Option<u64>,
 }
 
 fn deserialize<T: serde::de::DeserializeOwned>(value: Value, prefix: &str) -> Result<T> {
@@ -273,6 +278,9 @@ impl Config {
                 }
                 if src.skip_malformed {
                     t.insert("skip_malformed".into(), Value::Boolean(true));
+                }
+                if let Some(n) = src.trace_refs {
+                    t.insert("refs".into(), Value::Integer(i64::try_from(n).map_err(|_| anyhow!("--refs: {n} is too large"))?));
                 }
                 let tenant = src.trace_tenants.get(i).copied().unwrap_or(i as u16);
                 t.insert("tenant".into(), Value::Integer(tenant as i64));
@@ -358,7 +366,7 @@ impl Config {
             };
             let trace = match t.remove("trace") {
                 None => None,
-                Some(Value::String(path)) => Some(TraceSlot { path, format: None, skip_malformed: false }),
+                Some(Value::String(path)) => Some(TraceSlot { path, format: None, skip_malformed: false, refs: None }),
                 Some(v) => bail!("{field}.trace: expected a file path, got {v}"),
             };
             let format = match t.remove("format") {
@@ -371,8 +379,17 @@ impl Config {
                 Some(Value::Boolean(b)) => b,
                 Some(v) => bail!("{field}.skip_malformed: expected true or false, got {v}"),
             };
+            let refs = match (&trace, t.get("refs")) {
+                (None, _) | (_, None) => None,
+                (Some(_), Some(Value::Integer(n))) if *n >= 1 => {
+                    let n = *n as u64;
+                    t.remove("refs");
+                    Some(n)
+                }
+                (Some(_), Some(v)) => bail!("{field}.refs: expected the number of records to replay (at least 1), got {v}"),
+            };
             let trace = match trace {
-                Some(tr) => Some(TraceSlot { format, skip_malformed, ..tr }),
+                Some(tr) => Some(TraceSlot { format, skip_malformed, refs, ..tr }),
                 None if format.is_some() || skip_malformed => bail!("{field}: `format` and `skip_malformed` need a `trace` file"),
                 None => None,
             };

@@ -18,17 +18,22 @@
 //! records name. Trace records come from outside, so each batch is checked once,
 //! by a maximum over it, against the page tables' reach and the run's tenants; the
 //! per-reference loop itself does no checking.
+//!
+//! A run asked to stop ([`RunOptions::stop`], set on Ctrl-C) ends at its next epoch
+//! boundary and reports what it simulated, marked incomplete.
 
 use crate::config::{Config, WorkloadSlot};
 use crate::machine::{Build, Machine, MachineInfo, Redirect, TenantKind, TierId};
 use crate::mechanism::{Mechanisms, Runtime, ThreadId};
 use crate::policy::registry::{with_policy, PolicyVisitor};
 use crate::policy::{Epoch, FastTier, Policy, PolicyReport};
+use crate::progress::Progress;
 use crate::report::{EpochRecord, Report};
+use crate::trace::footprint::FootprintCheck;
 use crate::trace::{Access, Source};
 use anyhow::{bail, Result};
-use std::io::{IsTerminal, Write};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 /// An error in the simulated run itself — the machine ran out of memory, `--verify`
 /// caught a stale read, an invariant broke — as opposed to bad input. The CLI exits
@@ -53,8 +58,11 @@ fn failed(msg: String) -> anyhow::Error {
 pub struct RunOptions {
     /// Shadow-memory verification of every read (and invariant checks per epoch).
     pub verify: bool,
-    /// Show a progress bar (only used when stdout and stderr are terminals).
-    pub progress: bool,
+    /// Where to show the run's phases and progress.
+    pub progress: Progress,
+    /// When set, the run stops at the next epoch boundary and reports what it
+    /// simulated so far, marked incomplete (the CLI sets it on Ctrl-C).
+    pub stop: Option<&'static AtomicBool>,
 }
 
 const BATCH: usize = 4096;
@@ -100,6 +108,9 @@ struct TraceCheck {
     tenants: u16,
     /// Records the trace produced before this batch.
     consumed: u64,
+    /// The pages the records touch against the trailer's count, when the run took
+    /// its footprint from a native trailer.
+    footprint: Option<FootprintCheck>,
 }
 
 impl TraceCheck {
@@ -129,6 +140,9 @@ impl TraceCheck {
             }
         }
         self.consumed += buf.len() as u64;
+        if let Some(f) = &mut self.footprint {
+            f.add(buf);
+        }
         Ok(())
     }
 }
@@ -155,6 +169,9 @@ impl CoreFeed {
         if self.buf.is_empty() {
             self.skipped = src.malformed_skipped();
             self.source = None;
+            if let Some(f) = self.check.as_ref().and_then(|c| c.footprint.as_ref()) {
+                f.finish()?;
+            }
             return Ok(false);
         }
         if !self.keep_tenant {
@@ -176,7 +193,7 @@ struct SlotTrace {
 }
 
 /// Measures every trace slot (footprint, records, tenants).
-fn measure_traces(slots: &[WorkloadSlot]) -> Result<Vec<Option<SlotTrace>>> {
+fn measure_traces(slots: &[WorkloadSlot], progress: &Progress) -> Result<Vec<Option<SlotTrace>>> {
     slots
         .iter()
         .map(|s| {
@@ -187,15 +204,17 @@ fn measure_traces(slots: &[WorkloadSlot]) -> Result<Vec<Option<SlotTrace>>> {
                 );
             }
             let opts = crate::trace::OpenOptions { format: t.format, skip_malformed: t.skip_malformed };
-            let facts = crate::trace::footprint::measure(&t.path, &opts)?;
+            let facts = crate::trace::footprint::measure(&t.path, &opts, t.refs, progress)?;
             Ok(Some(SlotTrace { facts, opts }))
         })
         .collect()
 }
 
 fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Report> {
+    let setup_started = Instant::now();
+    opts.progress.setup();
     let slots = cfg.slots()?;
-    let traces = measure_traces(&slots)?;
+    let traces = measure_traces(&slots, &opts.progress)?;
     let footprint: u64 = slots
         .iter()
         .zip(&traces)
@@ -221,9 +240,10 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
             (Some(slot), Some(t)) => {
                 let opened = crate::trace::open(&slot.path, &t.opts)?;
                 total_refs += t.facts.records;
-                feed.source = Some(opened.source);
+                feed.source = Some(crate::trace::take(opened.source, slot.refs));
                 feed.keep_tenant = opened.record_tenants;
-                feed.check = Some(TraceCheck { name: slot.path.clone(), va_limit, tenants: kinds.len() as u16, consumed: 0 });
+                let footprint = t.facts.from_trailer.then(|| FootprintCheck::new(&slot.path, &t.facts));
+                feed.check = Some(TraceCheck { name: slot.path.clone(), va_limit, tenants: kinds.len() as u16, consumed: 0, footprint });
             }
             _ => {
                 let src = crate::workload::build(&s.workload, s.core as u16, s.tenant)?;
@@ -264,9 +284,10 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     let mut next_epoch = epoch;
     let mut epochs = Vec::new();
     let mut last = EpochRecord::default();
-    let mut progress = Progress::new(opts.progress, total_refs);
+    let mut progress = opts.progress.simulation(total_refs);
     let started = Instant::now();
     let mut done_refs = 0u64;
+    let mut stopped = false;
 
     let mut active: Vec<usize> = Vec::new();
     for (core, f) in feeds.iter_mut().enumerate() {
@@ -347,10 +368,16 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
             }
             epochs.push(EpochRecord::take(&machine, boundary, &mut last));
             next_epoch = boundary + epoch;
+            stopped = opts.stop.is_some_and(|s| s.load(Ordering::Relaxed));
+            if stopped {
+                break;
+            }
         }
         progress.update(done_refs);
+        if stopped {
+            break;
+        }
     }
-    progress.finish();
     let wall = started.elapsed();
     if check {
         if let Err(e) = machine.check_invariants() {
@@ -365,6 +392,9 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     policy.report(&mut policy_report);
     let mut report = Report::build(cfg, name, &slots, &machine, rt.threads.report(), epochs, policy_report, wall, opts.verify);
     report.malformed_lines_skipped = feeds.iter().map(|f| f.skipped).sum();
+    report.complete = !stopped;
+    report.sim.setup_seconds = (started - setup_started).as_secs_f64();
+    report.notes.extend(traces.iter().flatten().filter_map(|t| t.facts.note.clone()));
     Ok(report)
 }
 
@@ -375,68 +405,6 @@ fn in_policy(name: &str, e: anyhow::Error) -> anyhow::Error {
         e
     } else {
         anyhow::anyhow!("policy {name}: {msg}")
-    }
-}
-
-/// A one-line progress bar on stderr, for runs longer than a second, only when both
-/// stdout and stderr are terminals.
-struct Progress {
-    enabled: bool,
-    total: u64,
-    start: Instant,
-    last_draw: Instant,
-    checks: u32,
-    drawn: bool,
-}
-
-impl Progress {
-    fn new(wanted: bool, total: u64) -> Progress {
-        let now = Instant::now();
-        Progress {
-            enabled: wanted && std::io::stdout().is_terminal() && std::io::stderr().is_terminal(),
-            total,
-            start: now,
-            last_draw: now,
-            checks: 0,
-            drawn: false,
-        }
-    }
-
-    #[inline]
-    fn update(&mut self, done: u64) {
-        if !self.enabled {
-            return;
-        }
-        self.checks += 1;
-        if !self.checks.is_multiple_of(64) {
-            return;
-        }
-        let now = Instant::now();
-        if now - self.start < Duration::from_secs(1) || now - self.last_draw < Duration::from_millis(200) {
-            return;
-        }
-        self.last_draw = now;
-        self.drawn = true;
-        let rate = done as f64 / (now - self.start).as_secs_f64();
-        let frac = if self.total > 0 { (done as f64 / self.total as f64).min(1.0) } else { 0.0 };
-        let width = 30;
-        let filled = (frac * width as f64) as usize;
-        let eta = if rate > 0.0 && self.total > done { (self.total - done) as f64 / rate } else { 0.0 };
-        eprint!(
-            "\r[{}{}] {:5.1}%  {:.1} M refs/s  ETA {:.0}s ",
-            "#".repeat(filled),
-            " ".repeat(width - filled),
-            frac * 100.0,
-            rate / 1e6,
-            eta
-        );
-        let _ = std::io::stderr().flush();
-    }
-
-    fn finish(&self) {
-        if self.drawn {
-            eprint!("\r{}\r", " ".repeat(72));
-        }
     }
 }
 

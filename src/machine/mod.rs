@@ -166,7 +166,9 @@ struct Capacities {
 
 /// Resolves every tier's capacity for a build: shares of the footprint rounded up to
 /// huge pages, the fast tier grown for the all-fast bound, the slow tier grown by the
-/// metadata frames the redirection structure reserves when it is a share.
+/// metadata frames the redirection structure reserves when it is a share. (Whether the
+/// footprint fits is checked when the machine is built, after the policy has seen the
+/// plan and could name what it needs.)
 fn capacities<R: Redirect>(cfg: &MachineConfig, b: &Build<R::Spec>) -> anyhow::Result<Capacities> {
     let huge_bytes = cfg.page_table.huge_page.bytes();
     let mut bytes = Vec::new();
@@ -193,15 +195,6 @@ fn capacities<R: Redirect>(cfg: &MachineConfig, b: &Build<R::Spec>) -> anyhow::R
             anyhow::bail!("{}.capacity: resolves to 0 bytes for a footprint of {}", TiersConfig::field(id), Size(b.footprint));
         }
         bytes.push(c);
-    }
-    let total: u64 = bytes.iter().sum::<u64>() - (reserved << 12);
-    if b.footprint > total {
-        anyhow::bail!(
-            "machine.tiers: the footprint ({}) is larger than all tiers together ({}{}); raise a tier's capacity",
-            Size(b.footprint),
-            Size(total),
-            if reserved > 0 { format!(" after {} of metadata", Size(reserved << 12)) } else { String::new() }
-        );
     }
     Ok(Capacities { bytes, reserved })
 }
@@ -286,6 +279,15 @@ impl<R: Redirect> Machine<R> {
         let mut cfg = cfg.clone();
         cfg.page_table.thp = b.thp;
         let caps = capacities::<R>(&cfg, b)?;
+        let total: u64 = caps.bytes.iter().sum::<u64>() - (caps.reserved << 12);
+        if b.footprint > total {
+            anyhow::bail!(
+                "machine.tiers: the footprint ({}) is larger than all tiers together ({}{}); raise a tier's capacity",
+                Size(b.footprint),
+                Size(total),
+                if caps.reserved > 0 { format!(" after {} of metadata", Size(caps.reserved << 12)) } else { String::new() }
+            );
+        }
         let huge_shift = cfg.huge_shift();
         let mut tiers = Vec::new();
         for (i, (t, &bytes)) in cfg.tiers.all().into_iter().zip(&caps.bytes).enumerate() {

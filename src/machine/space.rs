@@ -207,6 +207,11 @@ impl Space {
         Ok(Space { tenants, alloc, rmap, placer: Placer::new(placement, frames.len()), regions, bounds, reserve, huge_frames, thp })
     }
 
+    /// Where first touch puts pages.
+    pub fn placement(&self) -> Placement {
+        self.placer.mode()
+    }
+
     pub fn tenants(&self) -> &[Tenant] {
         &self.tenants
     }

@@ -3,8 +3,9 @@
 
 use super::{FastTier, PageSize, Policy, Requirements};
 use crate::machine::placement::Placement;
-use crate::machine::{MachineInfo, Observer};
+use crate::machine::{MachineInfo, Observer, TierId};
 use crate::params;
+use crate::units::Size;
 
 /// Requirements of a policy that only chooses where first touch puts pages.
 fn placing(placement: Placement) -> Requirements<()> {
@@ -42,7 +43,18 @@ impl Policy for AllSlow {
     fn requirements(_: &NoConfig) -> Requirements<()> {
         placing(Placement::SlowOnly)
     }
-    fn new(_: NoConfig, _: &MachineInfo) -> anyhow::Result<Self> {
+    fn new(_: NoConfig, info: &MachineInfo) -> anyhow::Result<Self> {
+        // The slow tier must hold every page: placing some in the fast tier would make
+        // the lower bound a mixture.
+        let frames = info.tier(TierId::SLOW).frames;
+        if info.footprint_bytes > frames << 12 {
+            anyhow::bail!(
+                "policy all-slow: the footprint ({}) does not fit the slow tier ({}), and all-slow keeps every page there; set machine.tiers.slow.capacity to at least \"{}\"",
+                Size(info.footprint_bytes),
+                Size(frames << 12),
+                Size(info.footprint_bytes.div_ceil(1 << 20) << 20)
+            );
+        }
         Ok(AllSlow)
     }
 }

@@ -7,8 +7,10 @@ pub mod table;
 use crate::config::{Config, WorkloadSlot};
 use crate::machine::cache::CacheStats;
 use crate::machine::ops::MechanismStats;
-use crate::machine::{CoreStats, Machine, Redirect, TenantKind, TierId};
+use crate::machine::placement::Placement;
+use crate::machine::{CoreStats, Machine, Redirect, TenantKind, TierId, TiersConfig};
 use crate::mechanism::ThreadStats;
+use crate::units::Size;
 use crate::policy::PolicyReport;
 use std::collections::BTreeMap;
 use serde::Serialize;
@@ -30,12 +32,22 @@ pub struct Summary {
     pub amat_ns: f64,
     /// Share of demand memory accesses served by the fast tier.
     pub fast_tier_fraction: f64,
-    /// Pages moved from one tier to another by every kind of move (migrations, both
-    /// pages of a swap, base pages a merge moves, copies made and written back).
+    /// Every page move: `migrations` plus `merge_copies`.
+    pub page_moves: u64,
+    /// Bytes copied by all of them: `migrated_bytes` plus `merge_copied_bytes`.
+    pub moved_bytes: u64,
+    /// Pages moved between tiers by migration (a swap counts two; a fast-tier copy
+    /// made, or a dirty one written back, counts one).
     pub migrations: u64,
-    /// Bytes those moves copied between tiers.
+    /// Bytes the migrations copied.
     pub migrated_bytes: u64,
-    /// Bytes migrated (both directions) per byte of footprint (Rainbow Fig. 11).
+    /// Huge pages merged from base pages copied into a new huge frame (Thermostat
+    /// merging a sampled page into the slow tier); merges in place copy nothing.
+    pub merge_copies: u64,
+    /// Bytes those merges copied.
+    pub merge_copied_bytes: u64,
+    /// Bytes moved (both directions, every kind of move) per byte of footprint
+    /// (Rainbow Fig. 11).
     pub migration_to_footprint: f64,
     /// TLB misses (page walks) per thousand instructions.
     pub tlb_mpki: f64,
@@ -87,17 +99,21 @@ pub struct EpochRecord {
     pub instructions: u64,
     pub ipc: f64,
     pub fast_tier_fraction: f64,
-    pub migrations: u64,
-    pub migrated_bytes: u64,
+    /// Page moves and the bytes they copied (as the summary's `page_moves`).
+    pub page_moves: u64,
+    pub moved_bytes: u64,
     /// Share of the data frames that live in the fast tier at the end of the epoch.
     pub fast_resident_fraction: f64,
     #[serde(skip)]
     cum: [u64; 6],
 }
 
-/// Pages and bytes moved between tiers so far.
-fn moved<R: Redirect>(m: &Machine<R>) -> (u64, u64) {
-    (m.stats().pages_moved(), m.stats().bytes_between)
+/// Every page move so far: the pages and bytes of migrations (one per page migrated,
+/// two per swap, one per fast-tier copy made and per dirty copy written back), and the
+/// huge pages merges assembled from copied base pages, with their bytes.
+fn moves(st: &MechanismStats) -> (u64, u64, u64, u64) {
+    let migrations = [st.migrate, st.swap, st.copy_in, st.copy_back];
+    (migrations.iter().map(|c| c.pages).sum(), migrations.iter().map(|c| c.bytes).sum(), st.merges_copied, st.merge.bytes)
 }
 
 impl EpochRecord {
@@ -110,8 +126,8 @@ impl EpochRecord {
         let n = tiers.all().len();
         let fast = tiers.demand(TierId::FAST).accesses;
         let all: u64 = TierId::first(n).map(|t| tiers.demand(t).accesses).sum();
-        let (pages, bytes) = moved(m);
-        let cum = [refs, instrs, fast, all, pages, bytes];
+        let (migrations, migrated_bytes, merges, merged_bytes) = moves(m.stats());
+        let cum = [refs, instrs, fast, all, migrations + merges, migrated_bytes + merged_bytes];
         let d: Vec<u64> = cum.iter().zip(&last.cum).map(|(a, b)| a - b).collect();
         let cycles = end.saturating_sub(last.end_cycle).max(1);
         let data: Vec<u64> = TierId::first(n).map(|t| m.space().data_frames_in(t)).collect();
@@ -122,8 +138,8 @@ impl EpochRecord {
             instructions: d[1],
             ipc: d[1] as f64 / cycles as f64,
             fast_tier_fraction: ratio(d[2], d[3]),
-            migrations: d[4],
-            migrated_bytes: d[5],
+            page_moves: d[4],
+            moved_bytes: d[5],
             fast_resident_fraction: ratio(data[0], total),
             cum,
         };
@@ -208,7 +224,15 @@ impl Slowdown {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SimInfo {
     pub version: String,
+    /// Wall time of the simulation proper (the reference loop).
     pub wall_seconds: f64,
+    /// Wall time before it: the footprint pass over traces, building the workloads
+    /// (graphs, matrices) and the machine.
+    pub setup_seconds: f64,
+    /// Wall time of the whole command, every run of it included (`compare`,
+    /// `--slowdown-vs`).
+    pub command_seconds: f64,
+    /// References per second of simulation wall time.
     pub references_per_second: f64,
     pub verify: bool,
     /// Reads checked against shadow memory (with `--verify`).
@@ -218,7 +242,15 @@ pub struct SimInfo {
 /// Everything a run reports.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
+    /// False when the run was stopped (Ctrl-C) before its workloads ended: every
+    /// figure then covers the `summary.references` simulated.
+    pub complete: bool,
     pub policy: String,
+    /// The `--preset` the configuration started from.
+    pub preset: Option<String>,
+    /// What the user should know to read the figures: capacities rounded or grown,
+    /// placements that could not be honoured, traces in an older format.
+    pub notes: Vec<String>,
     pub workloads: Vec<WorkloadSlot>,
     pub footprint_bytes: u64,
     pub summary: Summary,
@@ -246,6 +278,53 @@ pub struct Report {
     pub config: serde_json::Value,
     /// Malformed trace lines skipped (with `--skip-malformed`).
     pub malformed_lines_skipped: u64,
+}
+
+/// States how the machine sized each tier against its configured capacity — rounded
+/// up to whole huge pages, the fast tier grown to hold the footprint (all-fast), the
+/// slow tier grown by the redirection structure's metadata —
+/// as notes, and records every tier's resolved capacity (and the note) in its table
+/// of the report's `config`.
+fn capacity_notes<R: Redirect>(cfg: &Config, m: &Machine<R>, tiers: &[TierReport], config: &mut serde_json::Value) -> Vec<String> {
+    let footprint = m.info().footprint_bytes;
+    let huge = 1u64 << m.huge_shift();
+    let mut notes = Vec::new();
+    for (i, (t, got)) in cfg.machine.tiers.all().into_iter().zip(tiers).enumerate() {
+        let id = TierId(i as u8);
+        let field = TiersConfig::field(id);
+        let (asked, rounded) = (t.capacity.exact(footprint), t.capacity.resolve(footprint, huge));
+        let what = match t.capacity {
+            crate::units::Capacity::Percent(p) => format!("\"{p}%\" of the {} footprint is {}", mib_text(footprint), mib_text(asked)),
+            crate::units::Capacity::Bytes(_) => format!("\"{}\"", Size(asked)),
+        };
+        let note = if got.capacity_bytes > rounded && id == TierId::FAST {
+            Some(format!("{field}.capacity: {what}; grown to {} to hold the whole footprint (policy all-fast)", mib_text(got.capacity_bytes)))
+        } else if got.capacity_bytes > rounded {
+            Some(format!("{field}.capacity: {what}; grown to {} for the machine's metadata (Rainbow's migration bitmap)", mib_text(got.capacity_bytes)))
+        } else if got.capacity_bytes != asked {
+            Some(format!("{field}.capacity: {what}; rounded up to {} (whole {} huge pages)", mib_text(got.capacity_bytes), Size(huge)))
+        } else {
+            None
+        };
+        let path = format!("/{}", field.replace('.', "/").replace("extra[", "extra/").replace(']', ""));
+        if let Some(serde_json::Value::Object(table)) = config.pointer_mut(&path) {
+            table.insert("resolved_capacity_bytes".into(), got.capacity_bytes.into());
+            if let Some(n) = &note {
+                table.insert("capacity_note".into(), n.clone().into());
+            }
+        }
+        notes.extend(note);
+    }
+    notes
+}
+
+/// Bytes as MiB with two decimals, or KiB below 1 MiB.
+fn mib_text(bytes: u64) -> String {
+    if bytes < 1 << 20 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.2} MiB", bytes as f64 / (1 << 20) as f64)
+    }
 }
 
 impl Report {
@@ -320,7 +399,7 @@ impl Report {
             .collect();
         let demand_lat: u64 = TierId::first(tiers.len()).map(|t| mem.demand(t).latency_cycles).sum();
         let demand_all: u64 = TierId::first(tiers.len()).map(|t| mem.demand(t).accesses).sum();
-        let (moved_pages, moved_bytes) = moved(m);
+        let (migrations, migrated_bytes, merge_copies, merge_copied_bytes) = moves(m.stats());
         let summary = Summary {
             references: refs,
             instructions: instrs,
@@ -329,9 +408,13 @@ impl Report {
             ipc: ratio(instrs, cycles),
             amat_ns: ratio(demand_lat, demand_all) / ghz,
             fast_tier_fraction: ratio(mem.demand(TierId::FAST).accesses, demand_all),
-            migrations: moved_pages,
-            migrated_bytes: moved_bytes,
-            migration_to_footprint: ratio(moved_bytes, m.info().footprint_bytes),
+            page_moves: migrations + merge_copies,
+            moved_bytes: migrated_bytes + merge_copied_bytes,
+            migrations,
+            migrated_bytes,
+            merge_copies,
+            merge_copied_bytes,
+            migration_to_footprint: ratio(migrated_bytes + merge_copied_bytes, m.info().footprint_bytes),
             tlb_mpki: ratio(tlb_misses * 1000, instrs),
             llc_mpki: ratio(llc_misses * 1000, instrs),
             energy_j: tiers.iter().map(|t| t.dynamic_energy_j + t.static_energy_j).sum(),
@@ -342,8 +425,17 @@ impl Report {
         // The configuration as run: the machine as built (the policy's page size).
         let mut as_run = cfg.clone();
         as_run.machine = m.cfg().clone();
+        let mut config = serde_json::to_value(&as_run).unwrap_or(serde_json::Value::Null);
+        let mut notes = capacity_notes(cfg, m, &tiers, &mut config);
+        let fast_data = m.space().data_frames_in(TierId::FAST);
+        if m.space().placement() == Placement::SlowOnly && fast_data > 0 {
+            notes.push(format!("the slow tier filled up: {} of pages were placed in the fast tier instead", Size(fast_data << 12)));
+        }
         Report {
+            complete: true,
             policy: policy.to_string(),
+            preset: None,
+            notes,
             workloads: slots.to_vec(),
             footprint_bytes: m.info().footprint_bytes,
             summary,
@@ -365,11 +457,13 @@ impl Report {
             sim: SimInfo {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 wall_seconds: wall_s,
+                setup_seconds: 0.0,
+                command_seconds: 0.0,
                 references_per_second: if wall_s > 0.0 { refs as f64 / wall_s } else { 0.0 },
                 verify,
                 verified_reads: m.verified_reads(),
             },
-            config: serde_json::to_value(&as_run).unwrap_or(serde_json::Value::Null),
+            config,
             malformed_lines_skipped: 0,
         }
     }

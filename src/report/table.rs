@@ -16,12 +16,25 @@ fn times(x: f64, base: f64) -> String {
     }
 }
 
+/// Years as a plain decimal with three significant digits (whole years from 100 on).
+fn years(y: f64) -> String {
+    if y >= 100.0 || y == 0.0 {
+        return format!("{y:.0}");
+    }
+    let decimals = (2 - y.log10().floor() as i32).clamp(0, 12) as usize;
+    format!("{y:.decimals$}")
+}
+
 /// The summary of one run.
 pub fn run_summary(r: &Report) -> String {
     let s = &r.summary;
     let mut out = String::new();
     let w = &mut out;
-    let _ = writeln!(w, "policy            {}", r.policy);
+    if !r.complete {
+        let _ = writeln!(w, "INCOMPLETE        interrupted after {} references: every figure covers only those", s.references);
+    }
+    let preset = r.preset.as_ref().map_or(String::new(), |p| format!(" (preset {p})"));
+    let _ = writeln!(w, "policy            {}{preset}", r.policy);
     for slot in &r.workloads {
         match &slot.trace {
             Some(t) => {
@@ -47,6 +60,9 @@ pub fn run_summary(r: &Report) -> String {
     if r.malformed_lines_skipped > 0 {
         let _ = writeln!(w, "malformed lines   {} skipped", r.malformed_lines_skipped);
     }
+    for n in &r.notes {
+        let _ = writeln!(w, "note              {n}");
+    }
     let _ = writeln!(w, "references        {}", s.references);
     let _ = writeln!(w, "instructions      {}", s.instructions);
     let _ = writeln!(w, "cycles            {} ({:.6} s simulated)", s.cycles, s.seconds);
@@ -55,17 +71,15 @@ pub fn run_summary(r: &Report) -> String {
     let _ = writeln!(w, "fast-tier share   {:.2} % of demand memory accesses", s.fast_tier_fraction * 100.0);
     let _ = writeln!(w, "TLB MPKI          {:.3}", s.tlb_mpki);
     let _ = writeln!(w, "LLC MPKI          {:.3}", s.llc_mpki);
-    let m = &r.mechanisms;
     let _ = writeln!(
         w,
-        "migrations        {} pages moved between tiers ({:.1} MiB): {} migrated, {} swapped, {} merged into huge pages, {} copied in, {} written back",
+        "page moves        {} ({:.1} MiB copied): {} migrations ({:.1} MiB), {} huge pages merged from copied base pages ({:.1} MiB)",
+        s.page_moves,
+        mib(s.moved_bytes),
         s.migrations,
         mib(s.migrated_bytes),
-        m.migrate.pages,
-        m.swap.pages,
-        m.merge.pages,
-        m.copy_in.pages,
-        m.copy_back.pages
+        s.merge_copies,
+        mib(s.merge_copied_bytes)
     );
     for (i, t) in r.threads.iter().enumerate() {
         let busy = t.busy_cycles as f64 / s.cycles.max(1) as f64;
@@ -93,6 +107,19 @@ pub fn run_summary(r: &Report) -> String {
             );
         }
     }
+    let figures: Vec<String> = r
+        .policy_report
+        .iter()
+        .filter_map(|(k, v)| match v {
+            serde_json::Value::Number(n) if n.is_f64() => Some(format!("{k} {:.4}", n.as_f64().unwrap_or(0.0))),
+            serde_json::Value::Number(n) => Some(format!("{k} {n}")),
+            serde_json::Value::Array(a) => Some(format!("{k} {}", a.len())),
+            _ => None,
+        })
+        .collect();
+    if !figures.is_empty() {
+        let _ = writeln!(w, "policy figures    {} (all in the JSON report's policy_report)", figures.join(", "));
+    }
     let _ = writeln!(w, "energy            {:.6} J", s.energy_j);
     if let Some(sd) = &r.slowdown {
         let _ = writeln!(
@@ -111,16 +138,17 @@ pub fn run_summary(r: &Report) -> String {
         }
     }
     let _ = writeln!(w, "slow-tier writes  {}", s.slow_tier_writes);
+    let name_width = r.tiers.iter().map(|t| t.name.chars().count()).max().unwrap_or(0).max(12);
     for t in &r.tiers {
         let _ = writeln!(
             w,
-            "tier {:<12} {:>9.1} MiB used of {:>9.1} MiB, {} demand accesses, AMAT {:.1} ns{}",
+            "tier {:<name_width$} {:>9.1} MiB used of {:>9.1} MiB, {} demand accesses, AMAT {:.1} ns{}",
             t.name,
             mib(t.used_frames << 12),
             mib(t.capacity_bytes),
             t.demand_accesses,
             t.amat_ns,
-            t.lifetime_years.map_or(String::new(), |y| format!(", lifetime {y:.3e} years"))
+            t.lifetime_years.map_or(String::new(), |y| format!(", lifetime {} years", years(y)))
         );
     }
     let _ = writeln!(
@@ -130,15 +158,14 @@ pub fn run_summary(r: &Report) -> String {
         r.sim.references_per_second / 1e6,
         if r.sim.verify { format!(", verified {} reads", r.sim.verified_reads) } else { String::new() }
     );
+    let _ = writeln!(w, "wall time         {:.2} s setup; {:.2} s for the whole command", r.sim.setup_seconds, r.sim.command_seconds);
     out
 }
 
 /// One row per policy, normalised to `reports[base]` where a ratio makes sense.
 pub fn compare(reports: &[Report], base: usize) -> String {
     let b = &reports[base].summary;
-    let header = [
-        "policy", "time×", "IPC×", "AMAT ns", "fast %", "migrations", "moved MiB", "TLB MPKI", "energy×", "slow writes×",
-    ];
+    let header = ["policy", "time×", "IPC×", "AMAT ns", "fast %", "page moves", "moved MiB", "TLB MPKI", "energy×", "slow writes×"];
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in reports {
         let s = &r.summary;
@@ -148,8 +175,8 @@ pub fn compare(reports: &[Report], base: usize) -> String {
             times(s.ipc, b.ipc),
             format!("{:.1}", s.amat_ns),
             format!("{:.1}", s.fast_tier_fraction * 100.0),
-            s.migrations.to_string(),
-            format!("{:.1}", mib(s.migrated_bytes)),
+            s.page_moves.to_string(),
+            format!("{:.1}", mib(s.moved_bytes)),
             format!("{:.3}", s.tlb_mpki),
             times(s.energy_j, b.energy_j),
             times(s.slow_tier_writes as f64, b.slow_tier_writes as f64),
@@ -168,20 +195,39 @@ pub fn compare(reports: &[Report], base: usize) -> String {
             let _ = writeln!(out, "{}", "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
         }
     }
-    let _ = writeln!(out, "(× = relative to {}; AMAT = mean latency of demand memory accesses)", reports[base].policy);
+    let preset = reports[base].preset.as_ref().map_or(String::new(), |p| format!("; preset {p}"));
+    let _ = writeln!(
+        out,
+        "(× = relative to {}; AMAT = mean latency of demand memory accesses; page moves = migrations + huge pages merged from copies{preset})",
+        reports[base].policy
+    );
+    let setup: f64 = reports.iter().map(|r| r.sim.setup_seconds).sum();
+    let _ = writeln!(out, "wall time: {:.2} s for the whole command ({} runs, whose setup took {setup:.2} s in all)", reports[base].sim.command_seconds, reports.len());
+    for r in reports.iter().filter(|r| !r.complete) {
+        let _ = writeln!(out, "INCOMPLETE: {} was interrupted after {} references", r.policy, r.summary.references);
+    }
+    let mut notes: Vec<&String> = Vec::new();
+    for n in reports.iter().flat_map(|r| &r.notes) {
+        if !notes.contains(&n) {
+            notes.push(n);
+        }
+    }
+    for n in notes {
+        let _ = writeln!(out, "note: {n}");
+    }
     out
 }
 
 /// The summaries as CSV, one row per report.
 pub fn csv(reports: &[Report]) -> String {
     let mut out = String::from(
-        "policy,references,instructions,cycles,seconds,ipc,amat_ns,fast_tier_fraction,migrations,migrated_bytes,tlb_mpki,llc_mpki,energy_j,slow_tier_writes,wall_seconds\n",
+        "policy,references,instructions,cycles,seconds,ipc,amat_ns,fast_tier_fraction,migrations,migrated_bytes,tlb_mpki,llc_mpki,energy_j,slow_tier_writes,wall_seconds,merge_copies,merge_copied_bytes,setup_seconds,complete\n",
     );
     for r in reports {
         let s = &r.summary;
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.policy,
             s.references,
             s.instructions,
@@ -196,7 +242,11 @@ pub fn csv(reports: &[Report]) -> String {
             s.llc_mpki,
             s.energy_j,
             s.slow_tier_writes,
-            r.sim.wall_seconds
+            r.sim.wall_seconds,
+            s.merge_copies,
+            s.merge_copied_bytes,
+            r.sim.setup_seconds,
+            r.complete
         );
     }
     out

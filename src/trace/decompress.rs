@@ -10,7 +10,7 @@
 //! The first [`HEAD_BYTES`] of the decompressed stream are read ahead for format
 //! detection and then handed back in front of the rest.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use std::fs::File;
 use std::io::{self, Cursor, Read};
 
@@ -40,14 +40,22 @@ pub fn open(path: &str) -> Result<Input> {
     wrap(raw, name)
 }
 
+/// The magic bytes that start each compressed format, with its name.
+const MAGICS: [(&[u8], &str); 3] = [(&[0x1f, 0x8b], "gzip"), (&[0xfd, b'7', b'z', b'X', b'Z', 0], "xz"), (&[0x28, 0xb5, 0x2f, 0xfd], "zstd")];
+
 /// Undoes the compression of the stream `raw`, named `name` in messages.
 pub fn wrap(raw: Box<dyn Read>, name: String) -> Result<Input> {
     let (magic, raw) = peek(raw, 6).with_context(|| format!("{name}: cannot read"))?;
-    let (decoded, compression): (Box<dyn Read>, Option<&'static str>) = if magic.starts_with(&[0x1f, 0x8b]) {
+    // A whole stream of two or more bytes that is a proper beginning of a magic is
+    // a compressed file cut inside its header.
+    if let Some((_, kind)) = MAGICS.iter().find(|(m, _)| magic.len() >= 2 && magic.len() < m.len() && m.starts_with(&magic)) {
+        bail!("{name}: truncated {kind} stream: the file ends after {} bytes, inside the {kind} header", magic.len());
+    }
+    let (decoded, compression): (Box<dyn Read>, Option<&'static str>) = if magic.starts_with(MAGICS[0].0) {
         (Box::new(flate2::read::MultiGzDecoder::new(io::BufReader::with_capacity(1 << 16, raw))), Some("gzip"))
-    } else if magic.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+    } else if magic.starts_with(MAGICS[1].0) {
         (Box::new(xz2::read::XzDecoder::new_multi_decoder(io::BufReader::with_capacity(1 << 16, raw))), Some("xz"))
-    } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+    } else if magic.starts_with(MAGICS[2].0) {
         let d = zstd::stream::read::Decoder::new(raw).with_context(|| format!("{name}: cannot start zstd decompression"))?;
         (Box::new(d), Some("zstd"))
     } else {
@@ -57,7 +65,11 @@ pub fn wrap(raw: Box<dyn Read>, name: String) -> Result<Input> {
         Some(kind) => Box::new(Named { inner: decoded, name: name.clone(), kind }),
         None => decoded,
     };
-    let (head, reader) = peek(decoded, HEAD_BYTES).with_context(|| format!("{name}: cannot read"))?;
+    // A decoder's errors already name the file and the compression.
+    let (head, reader) = match compression {
+        Some(_) => peek(decoded, HEAD_BYTES).map_err(anyhow::Error::new)?,
+        None => peek(decoded, HEAD_BYTES).with_context(|| format!("{name}: cannot read"))?,
+    };
     Ok(Input { reader, head, name, compression })
 }
 

@@ -8,11 +8,14 @@
 //!
 //! The engine needs a trace's footprint before it builds the machine (tier
 //! capacities may be given as a share of it). Native traces written by tiersim
-//! carry it in their trailer; for every other trace [`measure`] makes one streaming
-//! pass over the file first.
+//! carry it in their trailer; for every other trace, and for the first N records
+//! of any trace, [`measure`] makes one streaming pass over the file first. A run
+//! that took a trailer's word checks it against the records it reads
+//! ([`FootprintCheck`]).
 
-use super::{native, open, Access, OpenOptions};
-use anyhow::Result;
+use super::{native, open_reader, Access, OpenOptions};
+use crate::progress::Progress;
+use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -131,6 +134,10 @@ pub struct TraceFacts {
     pub records: u64,
     /// Whether records carry their own tenant.
     pub record_tenants: bool,
+    /// Whether the facts come from a native trailer, unchecked against the records.
+    pub from_trailer: bool,
+    /// Something the user should know about the trace (an older format).
+    pub note: Option<String>,
 }
 
 impl TraceFacts {
@@ -140,21 +147,49 @@ impl TraceFacts {
     }
 }
 
-/// Measures the trace at `path`: from a native trace's trailer when it has one
-/// and the file can be seeked, otherwise with one streaming pass.
-pub fn measure(path: &str, opts: &OpenOptions) -> Result<TraceFacts> {
+/// A file read that counts its bytes on the progress display.
+struct Counted {
+    file: std::fs::File,
+    progress: Progress,
+}
+
+impl std::io::Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.progress.pass_bytes(n as u64);
+        Ok(n)
+    }
+}
+
+/// Measures the trace at `path`, or its first `limit` records: from a native
+/// trace's trailer when it has one, the file can be seeked and the whole trace is
+/// wanted, otherwise with one streaming pass (shown on `progress`). A trace without
+/// a single record is an error.
+pub fn measure(path: &str, opts: &OpenOptions, limit: Option<u64>, progress: &Progress) -> Result<TraceFacts> {
     if path != "-" {
-        if let Some(facts) = native::read_trailer(path)? {
+        if let Some(facts) = native::read_trailer(path)?.filter(|f| limit.is_none_or(|n| n >= f.records)) {
+            if facts.records == 0 {
+                bail!("{path}: the trace is empty: it holds no memory references");
+            }
             return Ok(facts);
         }
     }
-    let mut opened = open(path, opts)?;
+    let raw: Box<dyn std::io::Read> = if path == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let file = std::fs::File::open(path).with_context(|| format!("{path}: cannot open"))?;
+        progress.footprint_pass(path, file.metadata().map_or(0, |m| m.len()));
+        Box::new(Counted { file, progress: progress.clone() })
+    };
+    let name = if path == "-" { "<stdin>" } else { path };
+    let mut opened = open_reader(raw, name, opts)?;
+    let mut source = super::take(opened.source, limit);
     let mut set = PageSet::new();
     let mut buf = Vec::with_capacity(4096);
     let mut records = 0u64;
     loop {
         buf.clear();
-        opened.source.fill(&mut buf, 4096)?;
+        source.fill(&mut buf, 4096)?;
         if buf.is_empty() {
             break;
         }
@@ -163,7 +198,52 @@ pub fn measure(path: &str, opts: &OpenOptions) -> Result<TraceFacts> {
             set.add(a);
         }
     }
-    Ok(TraceFacts { tenants: set.per_tenant(), records, record_tenants: opened.record_tenants })
+    if records == 0 {
+        let skipped = source.malformed_skipped();
+        let why = if skipped > 0 { format!(" ({skipped} malformed lines skipped)") } else { String::new() };
+        bail!("{name}: the trace is empty: it holds no memory references{why}");
+    }
+    Ok(TraceFacts { tenants: set.per_tenant(), records, record_tenants: opened.record_tenants, from_trailer: false, note: opened.notes.pop() })
+}
+
+/// Checks that the records a run reads touch the pages a native trailer promised
+/// (the run sized its tiers by the trailer without reading the records first).
+pub struct FootprintCheck {
+    name: String,
+    /// 4 KiB and 2 MiB pages the trailer counts, all tenants together.
+    promised: (u64, u64),
+    pages: PageSet,
+}
+
+impl FootprintCheck {
+    /// A check of the records of the trace `name` against its trailer's `facts`.
+    pub fn new(name: &str, facts: &TraceFacts) -> FootprintCheck {
+        let promised = facts.tenants.iter().fold((0, 0), |(a, b), t| (a + t.pages_4k, b + t.pages_2m));
+        FootprintCheck { name: name.to_string(), promised, pages: PageSet::new() }
+    }
+
+    /// Counts the pages of a batch of records.
+    pub fn add(&mut self, batch: &[Access]) {
+        for a in batch {
+            self.pages.add(a);
+        }
+    }
+
+    /// Fails when the records read touched other page counts than the trailer's.
+    pub fn finish(&self) -> Result<()> {
+        let got = self.pages.per_tenant().iter().fold((0, 0), |(a, b), t| (a + t.pages_4k, b + t.pages_2m));
+        if got != self.promised {
+            bail!(
+                "{}: corrupt trailer: it counts {} pages of 4 KiB in {} regions of 2 MiB, the records touch {} in {}",
+                self.name,
+                self.promised.0,
+                self.promised.1,
+                got.0,
+                got.1
+            );
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

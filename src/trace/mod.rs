@@ -130,6 +130,9 @@ pub struct Opened {
     pub record_tenants: bool,
     /// Whether records carry their own core (native traces with the core field).
     pub record_cores: bool,
+    /// What the user should know about the trace (a native trace in an older
+    /// version), to print as notes.
+    pub notes: Vec<String>,
 }
 
 /// Opens the trace at `path` (`-` is standard input) as a source of accesses.
@@ -157,8 +160,8 @@ fn open_input(input: decompress::Input, opts: &OpenOptions) -> Result<Opened> {
     let opened = match format {
         Format::Native => {
             let r = native::NativeReader::new(input.reader, name)?;
-            let (record_tenants, record_cores) = (r.record_tenants(), r.record_cores());
-            return Ok(Opened { source: Box::new(r), format, compression, record_tenants, record_cores });
+            let (record_tenants, record_cores, notes) = (r.record_tenants(), r.record_cores(), r.note().into_iter().collect());
+            return Ok(Opened { source: Box::new(r), format, compression, record_tenants, record_cores, notes });
         }
         Format::Lackey => Box::new(lackey::LackeyReader::new(input.reader, name, skip)) as Box<dyn Source>,
         Format::Pin => Box::new(pin::PinReader::new(input.reader, name, skip)),
@@ -167,7 +170,40 @@ fn open_input(input: decompress::Input, opts: &OpenOptions) -> Result<Opened> {
         Format::RamulatorDram => Box::new(ramulator::RamulatorReader::new(input.reader, name, skip, ramulator::Kind::Dram)),
         Format::Ramulator2 => Box::new(ramulator::RamulatorReader::new(input.reader, name, skip, ramulator::Kind::LoadStore)),
     };
-    Ok(Opened { source: opened, format, compression, record_tenants: false, record_cores: false })
+    Ok(Opened { source: opened, format, compression, record_tenants: false, record_cores: false, notes: Vec::new() })
+}
+
+/// A source that ends after the first `left` records of another (`--refs N` on a
+/// trace).
+struct Take {
+    inner: Box<dyn Source>,
+    left: u64,
+}
+
+impl Source for Take {
+    fn fill(&mut self, out: &mut Vec<Access>, max: usize) -> Result<()> {
+        if self.left > 0 {
+            self.inner.fill(out, max.min(self.left.try_into().unwrap_or(usize::MAX)))?;
+            self.left -= out.len() as u64;
+        }
+        Ok(())
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        self.inner.len_hint().map(|n| n.min(self.left))
+    }
+
+    fn malformed_skipped(&self) -> u64 {
+        self.inner.malformed_skipped()
+    }
+}
+
+/// `source` cut after its first `limit` records (unchanged for `None`).
+pub fn take(source: Box<dyn Source>, limit: Option<u64>) -> Box<dyn Source> {
+    match limit {
+        Some(left) => Box::new(Take { inner: source, left }),
+        None => source,
+    }
 }
 
 /// Returns `size` bytes at `addr` cut into one access per cache line touched, each

@@ -2,19 +2,25 @@
 //! specified in `docs/trace-format.md`; in short:
 //!
 //! - a 16-byte header: magic `TIERSIMT`, version, flags saying whether records
-//!   carry a core and a tenant field;
+//!   carry a core and a tenant field, and a CRC-32 of those;
 //! - blocks of up to [`BLOCK_RECORDS`] records, each one independent zstd frame
 //!   (with zstd's content checksum) of delta- and varint-encoded records, so a
 //!   reader needs no state from earlier blocks and a damaged block is caught by its
 //!   checksum;
 //! - a trailer with the record count and the pages each tenant touched, ending in a
-//!   fixed 16-byte tail (trailer offset, end magic) that a reader finds by seeking
-//!   to the end.
+//!   fixed 20-byte tail (trailer offset, CRC-32 of the trailer, end magic) that a
+//!   reader finds by seeking to the end.
 //!
 //! A stream that ends before the trailer is truncated: the reader hands out every
 //! complete block, then fails, so a cut file loses at most its last block and is
 //! never taken for a shorter trace. The trailer lets the engine learn a trace's
-//! footprint without a pass over it.
+//! footprint without a pass over it; its checksum makes sure that what the engine
+//! learns there is what the writer wrote, and the reader checks it against the
+//! blocks it read (record count, the trailer's own offset).
+//!
+//! Version 1 had no checksums (the header's last four bytes were reserved, 0, and
+//! the tail had no CRC); it is still read, with those bytes checked to be 0, and
+//! [`NativeReader::note`] says so.
 //!
 //! Records are encoded relative to the previous record of the same block: one
 //! header byte (write and dependent flags; whether size, instruction count, core
@@ -31,8 +37,10 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 pub const MAGIC: [u8; 8] = *b"TIERSIMT";
 /// Last bytes of every complete native trace.
 pub const END_MAGIC: [u8; 8] = *b"TSIMEND\0";
-/// Version this code writes and reads.
-pub const VERSION: u16 = 1;
+/// Version this code writes.
+pub const VERSION: u16 = 2;
+/// The oldest version this code reads: version 1, without checksums.
+pub const OLDEST_VERSION: u16 = 1;
 /// Header flag: records carry a core field.
 pub const FLAG_CORE: u16 = 1;
 /// Header flag: records carry a tenant field.
@@ -118,7 +126,7 @@ impl<W: Write> NativeWriter<W> {
         header.extend_from_slice(&MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
         header.extend_from_slice(&flags.to_le_bytes());
-        header.extend_from_slice(&0u32.to_le_bytes());
+        header.extend_from_slice(&crc32(&header).to_le_bytes());
         out.write_all(&header)?;
         let mut comp = zstd::bulk::Compressor::new(ZSTD_LEVEL)?;
         comp.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))?;
@@ -223,6 +231,7 @@ impl<W: Write> NativeWriter<W> {
             t.extend_from_slice(&p.pages_2m.to_le_bytes());
         }
         t.extend_from_slice(&self.offset.to_le_bytes());
+        t.extend_from_slice(&crc32(&t).to_le_bytes());
         t.extend_from_slice(&END_MAGIC);
         self.out.write_all(&t)?;
         self.out.flush()?;
@@ -246,11 +255,57 @@ fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<bool> {
     Ok(true)
 }
 
+/// CRC-32 (the polynomial of gzip and zlib) of `bytes`.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut c = flate2::Crc::new();
+    c.update(bytes);
+    c.sum()
+}
+
+/// Checks the header `h` of `name`, whose magic matched: its version, its checksum
+/// (version 2) or reserved bytes (version 1) and its flags. Returns (version, flags).
+fn parse_header(h: &[u8; 16], name: &str) -> Result<(u16, u16)> {
+    let version = u16::from_le_bytes([h[8], h[9]]);
+    let last = u32::from_le_bytes(h[12..16].try_into().expect("4 bytes"));
+    match version {
+        1 if last != 0 => bail!("{name}: corrupt header: its reserved bytes 12-15 are not 0"),
+        2 if last != crc32(&h[..12]) => bail!("{name}: corrupt header: checksum mismatch"),
+        1 | 2 => {}
+        v => bail!("{name}: native trace version {v}; this tiersim reads versions {OLDEST_VERSION} to {VERSION}"),
+    }
+    let flags = u16::from_le_bytes([h[10], h[11]]);
+    if flags & !(FLAG_CORE | FLAG_TENANT) != 0 {
+        bail!("{name}: corrupt header: unknown flags {flags:#x}");
+    }
+    Ok((version, flags))
+}
+
+/// What a reader of a version-1 trace tells the user.
+fn legacy_note(name: &str) -> String {
+    format!("{name}: native trace version 1, whose header and trailer carry no checksums; `tiersim convert {name} NEW.tsim` rewrites it as version {VERSION}")
+}
+
+/// Bytes of the fixed tail after the per-tenant pages: offset, CRC-32 (from version
+/// 2), end magic.
+fn tail_len(version: u16) -> usize {
+    if version >= 2 {
+        20
+    } else {
+        16
+    }
+}
+
+/// The longest possible trailer: tag, totals, one entry per possible tenant, tail.
+const MAX_TRAILER: usize = 13 + 18 * (u16::MAX as usize + 1) + 20;
+
 /// Streaming reader of a native trace.
 pub struct NativeReader {
     src: Box<dyn Read>,
     name: String,
+    version: u16,
     flags: u16,
+    /// Bytes of the stream consumed so far (where the next block or the trailer starts).
+    consumed: u64,
     zbuf: Vec<u8>,
     raw: Vec<u8>,
     /// Read position in `raw` and records left in the current block.
@@ -270,18 +325,13 @@ impl NativeReader {
         if !read_full(&mut src, &mut h).with_context(|| format!("{name}: truncated header"))? || h[..8] != MAGIC {
             bail!("{name}: not a tiersim native trace (bad magic)");
         }
-        let version = u16::from_le_bytes([h[8], h[9]]);
-        if version != VERSION {
-            bail!("{name}: native trace version {version}; this tiersim reads version {VERSION}");
-        }
-        let flags = u16::from_le_bytes([h[10], h[11]]);
-        if flags & !(FLAG_CORE | FLAG_TENANT) != 0 {
-            bail!("{name}: unknown header flags {flags:#x}");
-        }
+        let (version, flags) = parse_header(&h, &name)?;
         Ok(NativeReader {
             src,
             name,
+            version,
             flags,
+            consumed: 16,
             zbuf: Vec::new(),
             raw: Vec::new(),
             pos: 0,
@@ -302,6 +352,12 @@ impl NativeReader {
     /// Whether records carry their own core (the header's core flag).
     pub fn record_cores(&self) -> bool {
         self.flags & FLAG_CORE != 0
+    }
+
+    /// What the user should know about this trace: that it is in the older format
+    /// without checksums.
+    pub fn note(&self) -> Option<String> {
+        (self.version < VERSION).then(|| legacy_note(&self.name))
     }
 
     fn corrupt(&self, what: &str) -> anyhow::Error {
@@ -348,12 +404,14 @@ impl NativeReader {
                 self.left = n;
                 self.prev = Prev::START;
                 self.blocks += 1;
+                self.consumed += 13 + z_len as u64;
                 Ok(true)
             }
             b'E' => {
-                let mut rest = Vec::new();
-                self.src.read_to_end(&mut rest).map_err(|e| anyhow!("{}: {e}", self.name))?;
-                let trailer = parse_trailer(&rest).ok_or_else(|| anyhow!("{}: truncated or corrupt trailer", self.name))?;
+                let mut t = vec![b'E'];
+                (&mut self.src).take(MAX_TRAILER as u64).read_to_end(&mut t).map_err(|e| anyhow!("{}: {e}", self.name))?;
+                let trailer =
+                    parse_trailer(&t, self.version, self.consumed).map_err(|why| anyhow!("{}: corrupt trailer: {why}", self.name))?;
                 if trailer.records != self.records {
                     bail!("{}: the trailer counts {} records, the blocks hold {}", self.name, trailer.records, self.records);
                 }
@@ -524,22 +582,39 @@ struct Trailer {
     tenants: Vec<TenantPages>,
 }
 
-/// Parses the trailer after its `E` tag (to the end of the file).
-fn parse_trailer(b: &[u8]) -> Option<Trailer> {
-    let u64_at = |i: usize| b.get(i..i + 8).map(|s| u64::from_le_bytes(s.try_into().expect("8 bytes")));
-    let records = u64_at(0)?;
-    let n = u32::from_le_bytes(b.get(8..12)?.try_into().ok()?) as usize;
-    let want = 12usize.checked_add(n.checked_mul(18)?)?.checked_add(16)?;
-    if b.len() != want || b[want - 8..] != END_MAGIC {
-        return None;
+/// Parses the trailer `t` of a trace of `version`: from its `E` tag, which is at byte
+/// `at` of the file, to the end of the file. The error says what is wrong.
+fn parse_trailer(t: &[u8], version: u16, at: u64) -> std::result::Result<Trailer, &'static str> {
+    let u64_at = |i: usize| u64::from_le_bytes(t[i..i + 8].try_into().expect("8 bytes"));
+    let u32_at = |i: usize| u32::from_le_bytes(t[i..i + 4].try_into().expect("4 bytes"));
+    if t.len() < 13 {
+        return Err("it ends inside its totals");
+    }
+    let n = u32_at(9) as usize;
+    if n > u16::MAX as usize + 1 {
+        return Err("impossible tenant count");
+    }
+    let end = 13 + 18 * n;
+    let want = end + tail_len(version);
+    if t.len() < want {
+        return Err("it ends before its end magic");
+    }
+    if t.len() > want || t[want - 8..] != END_MAGIC {
+        return Err("bytes after it, or no end magic where it should end");
+    }
+    if version >= 2 && crc32(&t[..end + 8]) != u32_at(end + 8) {
+        return Err("checksum mismatch");
+    }
+    if u64_at(end) != at {
+        return Err("its offset field does not point at it");
     }
     let tenants = (0..n)
         .map(|k| {
-            let at = 12 + 18 * k;
-            Some(TenantPages { tenant: u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?), pages_4k: u64_at(at + 2)?, pages_2m: u64_at(at + 10)? })
+            let i = 13 + 18 * k;
+            TenantPages { tenant: u16::from_le_bytes([t[i], t[i + 1]]), pages_4k: u64_at(i + 2), pages_2m: u64_at(i + 10) }
         })
-        .collect::<Option<Vec<_>>>()?;
-    Some(Trailer { records, tenants })
+        .collect();
+    Ok(Trailer { records: u64_at(1), tenants })
 }
 
 /// Reads the facts in the trailer of the native trace at `path` without reading
@@ -550,31 +625,38 @@ pub fn read_trailer(path: &str) -> Result<Option<TraceFacts>> {
     if !read_full(&mut f, &mut h).unwrap_or(false) || h[..8] != MAGIC {
         return Ok(None);
     }
-    let flags = u16::from_le_bytes([h[10], h[11]]);
+    let (version, flags) = parse_header(&h, path)?;
     let len = f.seek(SeekFrom::End(0))?;
-    let bad = || anyhow!("{path}: truncated native trace: no trailer at its end (it was cut or is still being written)");
-    if len < 32 {
-        return Err(bad());
+    let truncated = || anyhow!("{path}: truncated native trace: no trailer at its end (it was cut or is still being written)");
+    let tail = tail_len(version);
+    if len < (16 + 13 + tail) as u64 {
+        return Err(truncated());
     }
-    let mut tail = [0u8; 16];
-    f.seek(SeekFrom::End(-16))?;
-    f.read_exact(&mut tail)?;
-    if tail[8..] != END_MAGIC {
-        return Err(bad());
+    let mut end = [0u8; 20];
+    f.seek(SeekFrom::End(-(tail as i64)))?;
+    f.read_exact(&mut end[..tail])?;
+    if end[tail - 8..tail] != END_MAGIC {
+        return Err(truncated());
     }
-    let offset = u64::from_le_bytes(tail[..8].try_into().expect("8 bytes"));
-    if offset < 16 || offset >= len - 16 {
-        return Err(bad());
+    let offset = u64::from_le_bytes(end[..8].try_into().expect("8 bytes"));
+    let corrupt = |why: &str| anyhow!("{path}: corrupt trailer: {why}");
+    if offset < 16 || offset > len - (13 + tail) as u64 || len - offset > MAX_TRAILER as u64 {
+        return Err(corrupt("its offset field points outside the file"));
     }
     f.seek(SeekFrom::Start(offset))?;
-    let mut rest = Vec::new();
-    f.read_to_end(&mut rest)?;
-    let trailer = match rest.split_first() {
-        Some((b'E', body)) => parse_trailer(body),
-        _ => None,
+    let mut t = Vec::new();
+    f.read_to_end(&mut t)?;
+    if t[0] != b'E' {
+        return Err(corrupt("its offset field does not point at it"));
     }
-    .ok_or_else(bad)?;
-    Ok(Some(TraceFacts { tenants: trailer.tenants, records: trailer.records, record_tenants: flags & FLAG_TENANT != 0 }))
+    let trailer = parse_trailer(&t, version, offset).map_err(corrupt)?;
+    Ok(Some(TraceFacts {
+        tenants: trailer.tenants,
+        records: trailer.records,
+        record_tenants: flags & FLAG_TENANT != 0,
+        from_trailer: true,
+        note: (version < VERSION).then(|| legacy_note(path)),
+    }))
 }
 
 #[cfg(test)]

@@ -1,0 +1,293 @@
+//! The README's tour, run as written but shrunk: every command in the code blocks of
+//! its "Tour" section, and every `tiersim run` or `tiersim compare` example in its
+//! text, must run and show what it is there to show. Footprints above 64 MiB become
+//! 64 MiB (absolute tier capacities set on the line shrink by the same factor),
+//! reference counts become at most 300 000, and a command may get a few settings
+//! appended that scale its time (epochs, periods) to the shorter run. A tour command
+//! without an entry in [`expectations`], or an entry without its command, fails.
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const FOOTPRINT: u64 = 64 << 20;
+const REFS: u64 = 300_000;
+
+/// What one shrunk command printed and wrote.
+struct Ran {
+    stdout: String,
+    /// Its JSON report (`--json`, added when the line has none), for run and compare.
+    json: Option<Value>,
+    dir: PathBuf,
+}
+
+impl Ran {
+    fn report(&self) -> &Value {
+        self.json.as_ref().expect("a JSON report")
+    }
+
+    /// The number at `key` of the policy's own report (a list counts its entries).
+    fn policy_figure(&self, key: &str) -> u64 {
+        let v = &self.report()["policy_report"][key];
+        v.as_array().map_or_else(|| v.as_u64().unwrap_or(0), |a| a.len() as u64)
+    }
+}
+
+type Check = fn(&Ran);
+
+/// For each tour command (a text it contains): settings appended to the shrunk
+/// command, and the check of what it claims.
+fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
+    vec![
+        ("--workload zipf --footprint 1GiB --refs 10000000 --policy first-touch --json out.json", &[], |r| {
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(r.dir.join("out.json")).unwrap()).unwrap();
+            assert_eq!((v["policy"].as_str(), v["summary"]["references"].as_u64()), (Some("first-touch"), Some(REFS)));
+        }),
+        ("compare --policies all-fast,first-touch,flat-static,all-slow", &[], |r| {
+            for p in ["all-fast", "first-touch", "flat-static", "all-slow"] {
+                assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);
+            }
+        }),
+        ("--preset rainbow --workload zipf", &["--set", "engine.epoch_cycles=2000000"], |r| {
+            assert!(r.stdout.starts_with("policy            rainbow (preset rainbow)"), "{}", r.stdout);
+            assert!(r.policy_figure("pages_copied") > 0, "rainbow copied no page:\n{}", r.stdout);
+        }),
+        ("--mix gups,zipf --footprint 512MiB --verify", &[], |r| {
+            assert_eq!(r.report()["cores"].as_array().unwrap().len(), 2);
+            assert!(r.report()["sim"]["verified_reads"].as_u64().unwrap() > 0);
+        }),
+        ("--preset thermostat --workload hotspot", &[], |r| {
+            assert!(r.stdout.starts_with("policy            thermostat (preset thermostat)"), "{}", r.stdout);
+            assert!(r.policy_figure("periods") > 0 && r.policy_figure("poisoned_pages") > 0, "thermostat did nothing:\n{}", r.stdout);
+            assert!(r.stdout.contains("slowdown          ") && r.stdout.contains("against all-fast"), "{}", r.stdout);
+        }),
+        ("--preset thermostat-emulated --workload kv", &["--set", "policy.thermostat.period_s=0.0002"], |r| {
+            assert!(r.policy_figure("periods") > 2, "{}", r.stdout);
+            assert!(r.stdout.contains("  after warm-up   "), "{}", r.stdout);
+        }),
+        ("--workload graph-bfs --footprint 1GiB", &[], |r| {
+            assert!(r.stdout.contains("graph-bfs over"), "{}", r.stdout);
+        }),
+        ("--tenants vm:kv:25%,vm:graph-bfs:25%,vm:pagerank:25%,vm:stream:25%", &[], |r| {
+            assert_eq!(r.stdout.matches("(Vm):").count(), 4, "{}", r.stdout);
+            assert_eq!(r.stdout.matches("fast-tier share 25.0 %").count(), 4, "{}", r.stdout);
+        }),
+        ("tiersim policies", &[], |r| {
+            for p in ["all-fast", "all-slow", "first-touch", "flat-static", "round-robin", "rainbow", "thermostat", "kstaled"] {
+                assert!(r.stdout.lines().any(|l| l == p), "{p} not listed");
+            }
+            assert!(r.stdout.contains("Presets (--preset") && r.stdout.contains("Workloads (--workload)"));
+        }),
+        ("config --preset spar", &[], |r| {
+            assert!(r.stdout.contains("huge_page = \"512KiB\""), "{}", r.stdout);
+        }),
+        ("record --out sqlite.tsim", &[], |r| {
+            assert!(r.stdout.contains("accesses/s captured"), "{}", r.stdout);
+            assert!(r.dir.join("sqlite.tsim").is_file());
+        }),
+        ("convert trace.champsim.xz trace.tsim", &[], |r| {
+            assert!(r.stdout.starts_with("converted trace.champsim.xz (champsim) to trace.tsim: 500 accesses"), "{}", r.stdout);
+        }),
+        ("inspect sqlite.tsim --interval 100000 --json stats.json", &[], |r| {
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(r.dir.join("stats.json")).unwrap()).unwrap();
+            assert!(v["pages_4k"].as_u64().unwrap() > 0 && r.stdout.contains("footprint"), "{}", r.stdout);
+        }),
+        ("--trace sqlite.tsim --set machine.tiers.fast.capacity", &[], |r| {
+            let v = r.report();
+            assert!(r.stdout.contains("measured from the traces"), "{}", r.stdout);
+            let (fast, footprint) = (v["tiers"][0]["capacity_bytes"].as_u64().unwrap(), v["footprint_bytes"].as_u64().unwrap());
+            assert!(fast >= footprint / 4, "{fast} {footprint}");
+            if fast != footprint.div_ceil(4) {
+                assert!(r.stdout.contains("rounded up to"), "the rounding is stated:\n{}", r.stdout);
+            }
+        }),
+        ("--trace a.lk.gz --trace b.tsim --policy first-touch", &[], |r| {
+            assert_eq!(r.stdout.matches("\ntrace             core ").count(), 2, "{}", r.stdout);
+        }),
+        ("compare --preset rainbow --policies flat-static,hscc-4k,hscc-2m,rainbow,all-fast", &[], |r| {
+            for p in ["flat-static", "hscc-4k", "hscc-2m", "rainbow", "all-fast"] {
+                assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);
+            }
+        }),
+    ]
+}
+
+/// The tour's commands, in order: continuation lines joined.
+fn tour_commands() -> Vec<String> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme.find("\n## Tour\n").expect("a Tour section");
+    let section = &readme[start + 1..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let mut commands = Vec::new();
+    let mut pending: Option<String> = None;
+    for line in section.lines() {
+        if let Some(mut cmd) = pending.take() {
+            cmd.push(' ');
+            cmd += line.trim();
+            match cmd.strip_suffix('\\') {
+                Some(more) => pending = Some(more.trim_end().to_string()),
+                None => commands.push(cmd),
+            }
+        } else if let Some(cmd) = line.strip_prefix("    tiersim ") {
+            let cmd = format!("tiersim {cmd}");
+            match cmd.strip_suffix('\\') {
+                Some(more) => pending = Some(more.trim_end().to_string()),
+                None => commands.push(cmd),
+            }
+        } else {
+            for span in line.split('`').skip(1).step_by(2) {
+                if span.starts_with("tiersim run ") || span.starts_with("tiersim compare ") {
+                    commands.push(span.to_string());
+                }
+            }
+        }
+    }
+    commands
+}
+
+/// Splits a command into words as a POSIX shell would for the quoting the README
+/// uses (double and single quotes, backslash escapes, `#` comments).
+fn words(cmd: &str) -> Vec<String> {
+    let (mut out, mut cur, mut in_word, mut quote) = (Vec::new(), String::new(), false, None);
+    let mut chars = cmd.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '\\') | (Some('"'), '\\') => {
+                cur.extend(chars.next());
+                in_word = true;
+            }
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.push(c),
+            (None, '#') if !in_word => break,
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    out
+}
+
+fn size_bytes(text: &str) -> u64 {
+    tiersim::units::Size::parse(text.trim_matches('"')).unwrap_or_else(|e| panic!("{e}")).bytes()
+}
+
+/// The command's arguments (after `tiersim`), shrunk, with `extra` appended and a
+/// JSON report requested from run and compare.
+fn shrink(words: &[String], extra: &[&str], json: &Path) -> Vec<String> {
+    let sub = words[1].as_str();
+    let simulates = sub == "run" || sub == "compare";
+    let trace = words.iter().any(|w| w == "--trace");
+    let footprint = words.iter().position(|w| w == "--footprint").map(|i| size_bytes(&words[i + 1]));
+    let factor = footprint.map_or(1.0, |f| (FOOTPRINT as f64 / f as f64).min(1.0));
+    let mut out: Vec<String> = Vec::new();
+    let mut it = words[1..].iter();
+    while let Some(w) = it.next() {
+        out.push(w.clone());
+        match w.as_str() {
+            "--footprint" => {
+                it.next();
+                out.push(FOOTPRINT.min(footprint.unwrap()).to_string());
+            }
+            "--refs" => out.push(REFS.min(it.next().unwrap().parse().unwrap()).to_string()),
+            "--set" => {
+                let set = it.next().unwrap();
+                out.push(match set.split_once(".capacity=") {
+                    Some((tier, size)) if !size.contains('%') => {
+                        let bytes = ((size_bytes(size) as f64 * factor) as u64).next_multiple_of(2 << 20);
+                        format!("{tier}.capacity={bytes}")
+                    }
+                    _ => set.clone(),
+                });
+            }
+            _ => {}
+        }
+    }
+    if simulates && !trace {
+        if footprint.is_none() {
+            out.extend(["--footprint".into(), FOOTPRINT.to_string()]);
+        }
+        if !words.iter().any(|w| w == "--refs") {
+            out.extend(["--refs".into(), REFS.to_string()]);
+        }
+    }
+    if simulates && !words.iter().any(|w| w == "--json") {
+        out.extend(["--json".into(), json.to_str().unwrap().into()]);
+    }
+    out.extend(extra.iter().map(|s| s.to_string()));
+    out
+}
+
+/// The files the tour's trace commands read, made in `dir`; `false` when `record`
+/// cannot run here (no valgrind), in which case a checked-in capture stands in for
+/// its output.
+fn prepare_inputs(dir: &Path) -> bool {
+    let data = |n: &str| format!("{}/tests/data/{n}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::copy(data("rep.lk.gz"), dir.join("a.lk.gz")).unwrap();
+    std::fs::copy(data("small.tsim"), dir.join("b.tsim")).unwrap();
+    let mut records = Vec::new();
+    for i in 0..500u64 {
+        let addr = 0x7f00_0000_0000 + (i * 4160) % (1 << 22);
+        let rec = if i % 3 == 0 { tiersim::trace::champsim::encode(0x401000 + i, &[], &[addr]) } else { tiersim::trace::champsim::encode(0x401000 + i, &[addr], &[]) };
+        records.extend_from_slice(&rec);
+    }
+    let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
+    xz.write_all(&records).unwrap();
+    std::fs::write(dir.join("trace.champsim.xz"), xz.finish().unwrap()).unwrap();
+    let can_record = Command::new("valgrind").arg("--version").output().is_ok() && Command::new("sqlite3").arg("-version").output().is_ok();
+    if !can_record {
+        std::fs::copy(data("true.tsim"), dir.join("sqlite.tsim")).unwrap();
+    }
+    can_record
+}
+
+#[test]
+fn every_readme_tour_command_shows_what_it_claims() {
+    let dir = std::env::temp_dir().join(format!("tiersim-tour-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let can_record = prepare_inputs(&dir);
+    let commands = tour_commands();
+    let table = expectations();
+    for (key, _, _) in &table {
+        let n = commands.iter().filter(|c| c.contains(key)).count();
+        assert_eq!(n, 1, "`{key}` should match one tour command, matches {n}: {commands:#?}");
+    }
+    for (i, cmd) in commands.iter().enumerate() {
+        let (_, extra, check) = table.iter().find(|(key, _, _)| cmd.contains(key)).unwrap_or_else(|| panic!("no expectation for the tour command `{cmd}`"));
+        let json = dir.join(format!("tour-{i}.json"));
+        let args = shrink(&words(cmd), extra, &json);
+        if args[0] == "record" && !can_record {
+            eprintln!("valgrind or sqlite3 missing: `{cmd}` not run (.ci/run installs valgrind)");
+            continue;
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_tiersim")).args(&args).current_dir(&dir).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(out.status.success(), "`{cmd}` shrunk to {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let json = json.is_file().then(|| serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap());
+        check(&Ran { stdout, json, dir: dir.clone() });
+    }
+}
+
+#[test]
+fn shell_words_and_shrinking() {
+    assert_eq!(words(r#"tiersim run --set x=\"25%\" -- sqlite3 :memory: "select 1;"   # note"#), ["tiersim", "run", "--set", "x=\"25%\"", "--", "sqlite3", ":memory:", "select 1;"]);
+    let w = words("tiersim run --footprint 16GiB --set machine.tiers.fast.capacity=2GiB --refs 5");
+    let got = shrink(&w, &["--x"], Path::new("/r.json"));
+    let want = ["run", "--footprint", "67108864", "--set", "machine.tiers.fast.capacity=8388608", "--refs", "5", "--json", "/r.json", "--x"];
+    assert_eq!(got, want);
+}
