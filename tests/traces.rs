@@ -31,7 +31,7 @@ fn temp(name: &str) -> String {
 }
 
 fn read_all(path: &str, format: Option<Format>) -> Vec<Access> {
-    let mut o = open(path, &OpenOptions { format, skip_malformed: false }).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut o = open(path, &OpenOptions { format, skip_malformed: false, thread: None }).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut all = Vec::new();
     let mut buf = Vec::new();
     loop {

@@ -11,7 +11,8 @@
 use crate::machine::{MachineConfig, TenantKind};
 use crate::policy::registry::{with_policy, PolicyVisitor, POLICIES};
 use crate::policy::Policy;
-use crate::trace::Format;
+use crate::trace::meta::SampledRun;
+use crate::trace::{Format, OpenOptions};
 use crate::workload::WorkloadConfig;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -96,6 +97,14 @@ pub struct TraceSlot {
     pub format: Option<Format>,
     /// Skip malformed lines (counting them) instead of failing.
     pub skip_malformed: bool,
+    /// The thread (core of the trace) this core replays, for a trace recorded with
+    /// threads as cores; `None` replays every record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<u16>,
+    /// The part of the program's run the trace holds, when not the whole run (from
+    /// the trace's metadata).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<SampledRun>,
 }
 
 /// The whole configuration.
@@ -206,6 +215,28 @@ fn deserialize<T: serde::de::DeserializeOwned>(value: Value, prefix: &str) -> Re
     })
 }
 
+/// Completes a trace slot from the trace's metadata (a recorded native trace): its
+/// sampling, and a check of the thread it replays.
+fn trace_slot(slot: TraceSlot, field: &str) -> Result<TraceSlot> {
+    let facts = match slot.path.as_str() {
+        "-" => None,
+        path => crate::trace::native::read_trailer(path)?,
+    };
+    let Some(meta) = facts.and_then(|f| f.meta) else { return Ok(slot) };
+    let cores = meta.cores();
+    let list = || cores.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ");
+    match slot.thread {
+        None if cores.len() > 1 => bail!(
+            "{field}: trace {} holds {} threads (cores {}): give one entry per thread with `thread = N`, or replay it with --trace, which does",
+            slot.path,
+            cores.len(),
+            list()
+        ),
+        Some(t) if !cores.contains(&t) => bail!("{field}.thread: trace {} has no thread {t} (its threads: {})", slot.path, list()),
+        _ => Ok(TraceSlot { sampled: meta.sampled_run(), ..slot }),
+    }
+}
+
 /// Merges built-in preset `name` into `root`. A preset that starts with
 /// `based_on = "other"` is `other` with its own tables merged on top.
 fn merge_preset(root: &mut Table, name: &str) -> Result<()> {
@@ -264,21 +295,33 @@ impl Config {
                 bail!("--tenant: give one per --trace ({} traces, {} tenants)", src.traces.len(), src.trace_tenants.len());
             }
             let mut entries = Vec::new();
+            let format = src.trace_format.as_deref().map(Format::parse).transpose()?;
             for (i, path) in src.traces.iter().enumerate() {
-                let mut t = Table::new();
-                t.insert("trace".into(), Value::String(path.clone()));
-                if let Some(f) = &src.trace_format {
-                    t.insert("format".into(), Value::String(f.clone()));
+                // A trace recorded with threads as cores gives each thread a core.
+                let threads = match path.as_str() {
+                    "-" => vec![0],
+                    _ => crate::trace::threads::threads(path, &OpenOptions { format, skip_malformed: src.skip_malformed, thread: None })?,
+                };
+                for &thread in &threads {
+                    let mut t = Table::new();
+                    t.insert("trace".into(), Value::String(path.clone()));
+                    if let Some(f) = &src.trace_format {
+                        t.insert("format".into(), Value::String(f.clone()));
+                    }
+                    if src.skip_malformed {
+                        t.insert("skip_malformed".into(), Value::Boolean(true));
+                    }
+                    if threads.len() > 1 {
+                        t.insert("thread".into(), Value::Integer(thread as i64));
+                    }
+                    let tenant = src.trace_tenants.get(i).copied().unwrap_or(i as u16);
+                    t.insert("tenant".into(), Value::Integer(tenant as i64));
+                    entries.push(Value::Table(t));
                 }
-                if src.skip_malformed {
-                    t.insert("skip_malformed".into(), Value::Boolean(true));
-                }
-                let tenant = src.trace_tenants.get(i).copied().unwrap_or(i as u16);
-                t.insert("tenant".into(), Value::Integer(tenant as i64));
-                entries.push(Value::Table(t));
             }
+            let cores = entries.len();
             root.insert("workloads".into(), Value::Array(entries));
-            set_path(&mut root, "machine.cores", Value::Integer(src.traces.len() as i64))?;
+            set_path(&mut root, "machine.cores", Value::Integer(cores as i64))?;
         }
         for s in &src.sets {
             let (k, v) = s.split_once('=').ok_or_else(|| anyhow!("--set {s}: expected key=value"))?;
@@ -357,8 +400,13 @@ impl Config {
             };
             let trace = match t.remove("trace") {
                 None => None,
-                Some(Value::String(path)) => Some(TraceSlot { path, format: None, skip_malformed: false }),
+                Some(Value::String(path)) => Some(TraceSlot { path, format: None, skip_malformed: false, thread: None, sampled: None }),
                 Some(v) => bail!("{field}.trace: expected a file path, got {v}"),
+            };
+            let thread = match t.remove("thread") {
+                None => None,
+                Some(Value::Integer(c)) if (0..=u16::MAX as i64).contains(&c) => Some(c as u16),
+                Some(v) => bail!("{field}.thread: expected a thread (core of the trace) number, got {v}"),
             };
             let format = match t.remove("format") {
                 None => None,
@@ -371,8 +419,8 @@ impl Config {
                 Some(v) => bail!("{field}.skip_malformed: expected true or false, got {v}"),
             };
             let trace = match trace {
-                Some(tr) => Some(TraceSlot { format, skip_malformed, ..tr }),
-                None if format.is_some() || skip_malformed => bail!("{field}: `format` and `skip_malformed` need a `trace` file"),
+                Some(tr) => Some(trace_slot(TraceSlot { format, skip_malformed, thread, ..tr }, &field)?),
+                None if format.is_some() || skip_malformed || thread.is_some() => bail!("{field}: `format`, `skip_malformed` and `thread` need a `trace` file"),
                 None => None,
             };
             if core >= self.machine.cores {

@@ -11,6 +11,7 @@
 //! carry it in their trailer; for every other trace [`measure`] makes one streaming
 //! pass over the file first.
 
+use super::meta::TraceMeta;
 use super::{native, open, Access, OpenOptions};
 use anyhow::Result;
 use std::collections::HashMap;
@@ -131,6 +132,10 @@ pub struct TraceFacts {
     pub records: u64,
     /// Whether records carry their own tenant.
     pub record_tenants: bool,
+    /// Whether records carry their own core (threads recorded as cores).
+    pub record_cores: bool,
+    /// The metadata block of a recorded native trace.
+    pub meta: Option<TraceMeta>,
 }
 
 impl TraceFacts {
@@ -142,7 +147,39 @@ impl TraceFacts {
 
 /// Measures the trace at `path`: from a native trace's trailer when it has one
 /// and the file can be seeked, otherwise with one streaming pass.
+///
+/// With `opts.thread`, the facts are those of one thread: its records, and the
+/// pages of the whole trace for the trace's first thread and none for the others,
+/// since the threads of a process share its address space (their footprint is the
+/// union of what they touch, counted once).
 pub fn measure(path: &str, opts: &OpenOptions) -> Result<TraceFacts> {
+    let Some(thread) = opts.thread else { return measure_whole(path, opts) };
+    let whole = measure_whole(path, &OpenOptions { thread: None, ..opts.clone() })?;
+    let (records, first) = match &whole.meta {
+        Some(meta) if whole.record_cores => {
+            (meta.threads.iter().find(|t| t.core == thread).map_or(0, |t| t.records), meta.cores().first() == Some(&thread))
+        }
+        _ => (count(open(path, opts)?.source.as_mut())?, super::threads::threads(path, opts)?.first() == Some(&thread)),
+    };
+    Ok(TraceFacts { tenants: if first { whole.tenants } else { Vec::new() }, records, ..whole })
+}
+
+/// Reads `source` to its end and returns how many records it holds.
+fn count(source: &mut dyn super::Source) -> Result<u64> {
+    let mut buf = Vec::with_capacity(4096);
+    let mut records = 0u64;
+    loop {
+        buf.clear();
+        source.fill(&mut buf, 4096)?;
+        if buf.is_empty() {
+            return Ok(records);
+        }
+        records += buf.len() as u64;
+    }
+}
+
+/// Measures every record of the trace at `path`.
+fn measure_whole(path: &str, opts: &OpenOptions) -> Result<TraceFacts> {
     if path != "-" {
         if let Some(facts) = native::read_trailer(path)? {
             return Ok(facts);
@@ -163,7 +200,8 @@ pub fn measure(path: &str, opts: &OpenOptions) -> Result<TraceFacts> {
             set.add(a);
         }
     }
-    Ok(TraceFacts { tenants: set.per_tenant(), records, record_tenants: opened.record_tenants })
+    let meta = opened.source.meta().map(|m| TraceMeta::parse(m, path)).transpose()?;
+    Ok(TraceFacts { tenants: set.per_tenant(), records, record_tenants: opened.record_tenants, record_cores: opened.record_cores, meta })
 }
 
 #[cfg(test)]

@@ -27,10 +27,15 @@ pub mod detect;
 pub mod footprint;
 pub mod inspect;
 pub mod lackey;
+pub mod meta;
 pub mod native;
 pub mod pin;
 pub mod ramulator;
+pub mod record;
+pub mod runs;
 pub mod text;
+pub mod threads;
+pub mod window;
 
 pub use access::{Access, Source, DEPENDENT, WRITE};
 
@@ -115,6 +120,9 @@ pub struct OpenOptions {
     pub format: Option<Format>,
     /// Skip malformed text lines (counting them) instead of failing.
     pub skip_malformed: bool,
+    /// Only the records of this core (one thread of a trace recorded with threads
+    /// as cores); `None` for all of them.
+    pub thread: Option<u16>,
 }
 
 /// An opened trace: its reader and what was learnt while opening it.
@@ -130,6 +138,9 @@ pub struct Opened {
     pub record_tenants: bool,
     /// Whether records carry their own core (native traces with the core field).
     pub record_cores: bool,
+    /// Whether the trace ends with a metadata block (recorded native traces), which
+    /// [`Source::meta`] gives once the reader has passed it.
+    pub meta: bool,
 }
 
 /// Opens the trace at `path` (`-` is standard input) as a source of accesses.
@@ -152,13 +163,15 @@ fn open_input(input: decompress::Input, opts: &OpenOptions) -> Result<Opened> {
         }
     };
     let name = input.name.clone();
+    let label = input.name.clone();
     let compression = input.compression;
     let skip = opts.skip_malformed;
     let opened = match format {
         Format::Native => {
             let r = native::NativeReader::new(input.reader, name)?;
-            let (record_tenants, record_cores) = (r.record_tenants(), r.record_cores());
-            return Ok(Opened { source: Box::new(r), format, compression, record_tenants, record_cores });
+            let (record_tenants, record_cores, meta) = (r.record_tenants(), r.record_cores(), r.has_meta());
+            let source = threads::only(Box::new(r), &label, record_cores, opts.thread)?;
+            return Ok(Opened { source, format, compression, record_tenants, record_cores, meta });
         }
         Format::Lackey => Box::new(lackey::LackeyReader::new(input.reader, name, skip)) as Box<dyn Source>,
         Format::Pin => Box::new(pin::PinReader::new(input.reader, name, skip)),
@@ -167,7 +180,8 @@ fn open_input(input: decompress::Input, opts: &OpenOptions) -> Result<Opened> {
         Format::RamulatorDram => Box::new(ramulator::RamulatorReader::new(input.reader, name, skip, ramulator::Kind::Dram)),
         Format::Ramulator2 => Box::new(ramulator::RamulatorReader::new(input.reader, name, skip, ramulator::Kind::LoadStore)),
     };
-    Ok(Opened { source: opened, format, compression, record_tenants: false, record_cores: false })
+    let opened = threads::only(opened, &label, false, opts.thread)?;
+    Ok(Opened { source: opened, format, compression, record_tenants: false, record_cores: false, meta: false })
 }
 
 /// Returns `size` bytes at `addr` cut into one access per cache line touched, each
@@ -236,11 +250,11 @@ mod tests {
     }
 
     fn read_bytes(bytes: &[u8], format: Option<Format>) {
-        let opts = OpenOptions { format, skip_malformed: false };
+        let opts = OpenOptions { format, skip_malformed: false, thread: None };
         if let Ok(mut o) = open_reader(Box::new(std::io::Cursor::new(bytes.to_vec())), "p", &opts) {
             let _ = drain(&mut o);
         }
-        let skip = OpenOptions { format, skip_malformed: true };
+        let skip = OpenOptions { format, skip_malformed: true, thread: None };
         if let Ok(mut o) = open_reader(Box::new(std::io::Cursor::new(bytes.to_vec())), "p", &skip) {
             let _ = drain(&mut o);
         }

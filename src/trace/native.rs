@@ -16,12 +16,19 @@
 //! never taken for a shorter trace. The trailer lets the engine learn a trace's
 //! footprint without a pass over it.
 //!
+//! A trace whose header has [`FLAG_META`] carries a metadata block (`M`) right
+//! before its trailer: opaque bytes (JSON, see [`super::meta`]) in a checksummed
+//! zstd frame, followed by the block's own offset so that [`read_trailer`] finds it
+//! by seeking back from the trailer. Recorders write it with what they learn only at
+//! the end (records per thread, the sampling of the run).
+//!
 //! Records are encoded relative to the previous record of the same block: one
 //! header byte (write and dependent flags; whether size, instruction count, core
 //! and tenant follow or repeat), then the address as a zigzag varint delta and
 //! whichever fields changed. Typical traces take 2–4 bytes per record before zstd.
 
 use super::footprint::{PageSet, TenantPages, TraceFacts};
+use super::meta::TraceMeta;
 use super::{Access, Source, LINE_BYTES, VA_LIMIT};
 use anyhow::{anyhow, bail, Context, Result};
 use std::fs::File;
@@ -37,6 +44,10 @@ pub const VERSION: u16 = 1;
 pub const FLAG_CORE: u16 = 1;
 /// Header flag: records carry a tenant field.
 pub const FLAG_TENANT: u16 = 2;
+/// Header flag: a metadata block precedes the trailer.
+pub const FLAG_META: u16 = 4;
+/// Largest metadata a reader accepts (decompressed).
+const MAX_META_BYTES: usize = 1 << 20;
 /// Records per block.
 pub const BLOCK_RECORDS: usize = 65536;
 /// zstd level: level 3 is zstd's default, fast to write and read.
@@ -107,13 +118,23 @@ pub struct NativeWriter<W: Write> {
     offset: u64,
     records: u64,
     pages: PageSet,
+    meta: Option<Vec<u8>>,
 }
 
 impl<W: Write> NativeWriter<W> {
     /// Starts a trace whose records carry a core field if `cores` and a tenant
     /// field if `tenants` (otherwise every record reads back as core 0, tenant 0).
-    pub fn new(mut out: W, cores: bool, tenants: bool) -> Result<NativeWriter<W>> {
-        let flags = if cores { FLAG_CORE } else { 0 } | if tenants { FLAG_TENANT } else { 0 };
+    pub fn new(out: W, cores: bool, tenants: bool) -> Result<NativeWriter<W>> {
+        NativeWriter::start(out, if cores { FLAG_CORE } else { 0 } | if tenants { FLAG_TENANT } else { 0 })
+    }
+
+    /// Starts a trace like [`NativeWriter::new`] that ends with a metadata block,
+    /// given with [`NativeWriter::set_meta`] before [`NativeWriter::finish`].
+    pub fn with_meta(out: W, cores: bool, tenants: bool) -> Result<NativeWriter<W>> {
+        NativeWriter::start(out, FLAG_META | if cores { FLAG_CORE } else { 0 } | if tenants { FLAG_TENANT } else { 0 })
+    }
+
+    fn start(mut out: W, flags: u16) -> Result<NativeWriter<W>> {
         let mut header = Vec::with_capacity(16);
         header.extend_from_slice(&MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
@@ -133,7 +154,14 @@ impl<W: Write> NativeWriter<W> {
             offset: 16,
             records: 0,
             pages: PageSet::new(),
+            meta: None,
         })
+    }
+
+    /// Sets the metadata written before the trailer (a writer made with
+    /// [`NativeWriter::with_meta`]).
+    pub fn set_meta(&mut self, meta: Vec<u8>) {
+        self.meta = Some(meta);
     }
 
     /// Appends one record. Its size must be 1–64 bytes within one 64-byte line and
@@ -209,9 +237,30 @@ impl<W: Write> NativeWriter<W> {
         Ok(())
     }
 
-    /// Writes the last block and the trailer, and returns what the trace holds.
+    /// Writes the records still held as a last block, but no trailer: for a
+    /// recording that did not end cleanly, which every reader then reports as
+    /// truncated after its complete blocks.
+    pub fn abandon(mut self) -> Result<()> {
+        self.flush_block()?;
+        self.out.flush()?;
+        Ok(())
+    }
+
+    /// Writes the last block, the metadata block if the header announced one, and
+    /// the trailer, and returns what the trace holds.
     pub fn finish(mut self) -> Result<Written> {
         self.flush_block()?;
+        if self.flags & FLAG_META != 0 {
+            let meta = self.meta.take().ok_or_else(|| anyhow!("native writer: the header announces metadata that was never set"))?;
+            let z = self.comp.compress(&meta)?;
+            let mut m = Vec::with_capacity(z.len() + 13);
+            m.push(b'M');
+            m.extend_from_slice(&(z.len() as u32).to_le_bytes());
+            m.extend_from_slice(&z);
+            m.extend_from_slice(&self.offset.to_le_bytes());
+            self.out.write_all(&m)?;
+            self.offset += m.len() as u64;
+        }
         let tenants = self.pages.per_tenant();
         let mut t = Vec::new();
         t.push(b'E');
@@ -261,6 +310,7 @@ pub struct NativeReader {
     records: u64,
     done: bool,
     dec: zstd::bulk::Decompressor<'static>,
+    meta: Option<Vec<u8>>,
 }
 
 impl NativeReader {
@@ -275,7 +325,7 @@ impl NativeReader {
             bail!("{name}: native trace version {version}; this tiersim reads version {VERSION}");
         }
         let flags = u16::from_le_bytes([h[10], h[11]]);
-        if flags & !(FLAG_CORE | FLAG_TENANT) != 0 {
+        if flags & !(FLAG_CORE | FLAG_TENANT | FLAG_META) != 0 {
             bail!("{name}: unknown header flags {flags:#x}");
         }
         Ok(NativeReader {
@@ -291,8 +341,10 @@ impl NativeReader {
             records: 0,
             done: false,
             dec: zstd::bulk::Decompressor::new()?,
+            meta: None,
         })
     }
+
 
     /// Whether records carry their own tenant (the header's tenant flag).
     pub fn record_tenants(&self) -> bool {
@@ -302,6 +354,11 @@ impl NativeReader {
     /// Whether records carry their own core (the header's core flag).
     pub fn record_cores(&self) -> bool {
         self.flags & FLAG_CORE != 0
+    }
+
+    /// Whether the trace ends with a metadata block (the header's metadata flag).
+    pub fn has_meta(&self) -> bool {
+        self.flags & FLAG_META != 0
     }
 
     fn corrupt(&self, what: &str) -> anyhow::Error {
@@ -350,17 +407,38 @@ impl NativeReader {
                 self.blocks += 1;
                 Ok(true)
             }
-            b'E' => {
-                let mut rest = Vec::new();
-                self.src.read_to_end(&mut rest).map_err(|e| anyhow!("{}: {e}", self.name))?;
-                let trailer = parse_trailer(&rest).ok_or_else(|| anyhow!("{}: truncated or corrupt trailer", self.name))?;
-                if trailer.records != self.records {
-                    bail!("{}: the trailer counts {} records, the blocks hold {}", self.name, trailer.records, self.records);
+            b'M' if self.flags & FLAG_META != 0 && self.meta.is_none() => {
+                let mut len = [0u8; 4];
+                if !read_full(&mut self.src, &mut len).unwrap_or(false) {
+                    return Err(truncated(self.blocks, self.records, &self.name));
                 }
-                Ok(false)
+                let mut z = vec![0u8; u32::from_le_bytes(len).min(MAX_META_BYTES as u32) as usize + 8];
+                if !read_full(&mut self.src, &mut z).unwrap_or(false) {
+                    return Err(truncated(self.blocks, self.records, &self.name));
+                }
+                z.truncate(z.len() - 8);
+                self.meta = Some(self.dec.decompress(&z, MAX_META_BYTES).map_err(|e| anyhow!("{}: corrupt metadata block: {e}", self.name))?);
+                match read_full(&mut self.src, &mut tag) {
+                    Ok(true) if tag[0] == b'E' => self.read_trailer_tag(),
+                    Ok(true) => Err(anyhow!("{}: corrupt: the metadata block is not followed by the trailer", self.name)),
+                    Ok(false) | Err(_) => Err(truncated(self.blocks, self.records, &self.name)),
+                }
             }
+            b'E' if self.flags & FLAG_META != 0 && self.meta.is_none() => Err(anyhow!("{}: corrupt: the header announces a metadata block that is missing", self.name)),
+            b'E' => self.read_trailer_tag(),
             other => Err(self.corrupt(&format!("unknown block tag {other:#04x}"))),
         }
+    }
+
+    /// Reads and checks the trailer after its `E` tag; false (the end).
+    fn read_trailer_tag(&mut self) -> Result<bool> {
+        let mut rest = Vec::new();
+        self.src.read_to_end(&mut rest).map_err(|e| anyhow!("{}: {e}", self.name))?;
+        let trailer = parse_trailer(&rest).ok_or_else(|| anyhow!("{}: truncated or corrupt trailer", self.name))?;
+        if trailer.records != self.records {
+            bail!("{}: the trailer counts {} records, the blocks hold {}", self.name, trailer.records, self.records);
+        }
+        Ok(false)
     }
 
     /// Decodes one record at `pos`.
@@ -453,6 +531,10 @@ impl Source for NativeReader {
             self.records += n as u64;
         }
         Ok(())
+    }
+
+    fn meta(&self) -> Option<&[u8]> {
+        self.meta.as_deref()
     }
 }
 
@@ -574,7 +656,37 @@ pub fn read_trailer(path: &str) -> Result<Option<TraceFacts>> {
         _ => None,
     }
     .ok_or_else(bad)?;
-    Ok(Some(TraceFacts { tenants: trailer.tenants, records: trailer.records, record_tenants: flags & FLAG_TENANT != 0 }))
+    let meta = match flags & FLAG_META {
+        0 => None,
+        _ => Some(TraceMeta::parse(&meta_before(&mut f, offset).ok_or_else(|| anyhow!("{path}: corrupt metadata block"))?, path)?),
+    };
+    Ok(Some(TraceFacts {
+        tenants: trailer.tenants,
+        records: trailer.records,
+        record_tenants: flags & FLAG_TENANT != 0,
+        record_cores: flags & FLAG_CORE != 0,
+        meta,
+    }))
+}
+
+/// Reads the metadata block that ends at `end` (the trailer's offset), found by
+/// the offset it ends with; `None` if it is not a well-formed block.
+fn meta_before(f: &mut File, end: u64) -> Option<Vec<u8>> {
+    let mut word = [0u8; 8];
+    f.seek(SeekFrom::Start(end.checked_sub(8)?)).ok()?;
+    f.read_exact(&mut word).ok()?;
+    let start = u64::from_le_bytes(word);
+    let len = end.checked_sub(start)?.checked_sub(13)? as usize;
+    if len > MAX_META_BYTES {
+        return None;
+    }
+    let mut block = vec![0u8; len + 5];
+    f.seek(SeekFrom::Start(start)).ok()?;
+    f.read_exact(&mut block).ok()?;
+    if block[0] != b'M' || u32::from_le_bytes(block[1..5].try_into().ok()?) as usize != len {
+        return None;
+    }
+    zstd::bulk::Decompressor::new().ok()?.decompress(&block[5..], MAX_META_BYTES).ok()
 }
 
 #[cfg(test)]
