@@ -241,12 +241,12 @@ fn record_captures_a_real_program() {
         return;
     }
     let out_path = temp("true-rec.tsim");
-    let out = tiersim(&["record", "--out", &out_path, "--", "/bin/true"]);
+    let out = tiersim(&["record", "--via", "lackey", "--out", &out_path, "--", "/bin/true"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("accesses/s captured"), "{text}");
     let recorded = read_all(&out_path, None);
     assert!(recorded.len() > 10_000, "{}", recorded.len());
     assert!(recorded.iter().any(|a| a.flags & WRITE != 0));
-    bad(&["record", "--out", &out_path, "--", "/nonexistent/program"], "not found");
+    bad(&["record", "--via", "lackey", "--out", &out_path, "--", "/nonexistent/program"], "not found");
 }

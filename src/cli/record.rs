@@ -80,7 +80,7 @@ pub fn record(args: &RecordArgs) -> Result<()> {
     println!("wrote {} ({bytes} bytes, {:.3} bytes/access)", out.display(), bytes as f64 / records.max(1) as f64);
     if done.meta.is_sampled() {
         println!(
-            "sampled: {}; the trace keeps 1/{:.1} of the {} instructions run",
+            "sampled: {}; the trace keeps 1/{:.1} of the {} instructions the program ran until the recording ended",
             sampling.describe(),
             done.meta.scale(),
             done.meta.threads.iter().map(|t| t.program_instructions).sum::<u64>()

@@ -3,8 +3,9 @@
 //! [`PageSet`] keeps one 512-bit bitmap per 2 MiB region touched, in a hash map
 //! keyed by tenant and region, so it costs about 80 bytes per 2 MiB region — a few
 //! bits per page of a dense footprint, 80 bytes per page of the sparsest — and it
-//! counts 4 KiB and 2 MiB pages at once. The last region used is remembered, so
-//! runs of accesses within one region skip the hash lookup.
+//! counts 4 KiB and 2 MiB pages at once. The bitmaps of the last four regions
+//! used are kept at hand, so accesses that stay among a few regions (a program's
+//! stack, heap and data) skip the hash lookup.
 //!
 //! The engine needs a trace's footprint before it builds the machine (tier
 //! capacities may be given as a share of it). Native traces written by tiersim
@@ -52,13 +53,26 @@ pub fn page_key(tenant: u16, vaddr: u64) -> u64 {
     (tenant as u64) << 48 | vaddr >> 12
 }
 
+/// Regions whose bitmaps [`PageSet`] keeps at hand.
+const RECENT: usize = 4;
+/// A key no region has (tenants have 16 bits above the 36-bit region number).
+const NO_REGION: u64 = u64::MAX;
+
 /// The distinct 4 KiB pages touched, per tenant.
-#[derive(Default)]
 pub struct PageSet {
     regions: IntMap<u64, [u64; 8]>,
-    last_key: u64,
-    last: [u64; 8],
-    has_last: bool,
+    /// The regions used last and their bitmaps, which live here (not in
+    /// `regions`) while they are at hand; replaced round robin.
+    keys: [u64; RECENT],
+    bits: [[u64; 8]; RECENT],
+    last: usize,
+    next: usize,
+}
+
+impl Default for PageSet {
+    fn default() -> PageSet {
+        PageSet { regions: IntMap::default(), keys: [NO_REGION; RECENT], bits: [[0; 8]; RECENT], last: 0, next: 0 }
+    }
 }
 
 impl PageSet {
@@ -71,28 +85,34 @@ impl PageSet {
     #[inline]
     pub fn add(&mut self, a: &Access) {
         let key = region_key(a.tenant, a.vaddr);
-        if !self.has_last || key != self.last_key {
-            self.switch(key);
+        if self.keys[self.last] != key {
+            self.last = self.slot(key);
         }
         let page = (a.vaddr >> 12) & 511;
-        self.last[(page >> 6) as usize] |= 1 << (page & 63);
+        self.bits[self.last][(page >> 6) as usize] |= 1 << (page & 63);
     }
 
-    /// Stores the cached region and loads region `key`.
-    fn switch(&mut self, key: u64) {
-        if self.has_last {
-            self.regions.insert(self.last_key, self.last);
+    /// The slot holding region `key`, loading it in place of the oldest if needed.
+    fn slot(&mut self, key: u64) -> usize {
+        if let Some(i) = self.keys.iter().position(|&k| k == key) {
+            return i;
         }
-        self.last = self.regions.get(&key).copied().unwrap_or([0; 8]);
-        self.last_key = key;
-        self.has_last = true;
+        let i = self.next;
+        self.next = (i + 1) % RECENT;
+        if self.keys[i] != NO_REGION {
+            self.regions.insert(self.keys[i], self.bits[i]);
+        }
+        self.bits[i] = self.regions.remove(&key).unwrap_or([0; 8]);
+        self.keys[i] = key;
+        i
     }
 
     /// Returns, for every tenant that touched memory, its 4 KiB and 2 MiB page counts,
     /// by tenant.
     pub fn per_tenant(&self) -> Vec<TenantPages> {
         let mut by: std::collections::BTreeMap<u16, TenantPages> = Default::default();
-        let mut count = |key: u64, bits: &[u64; 8]| {
+        let at_hand = self.keys.iter().zip(&self.bits).filter(|(&k, _)| k != NO_REGION);
+        for (&key, bits) in self.regions.iter().chain(at_hand) {
             let pages: u64 = bits.iter().map(|w| w.count_ones() as u64).sum();
             if pages > 0 {
                 let tenant = (key >> 48) as u16;
@@ -100,14 +120,6 @@ impl PageSet {
                 t.pages_4k += pages;
                 t.pages_2m += 1;
             }
-        };
-        for (&key, bits) in &self.regions {
-            if !(self.has_last && key == self.last_key) {
-                count(key, bits);
-            }
-        }
-        if self.has_last {
-            count(self.last_key, &self.last);
         }
         by.into_values().collect()
     }
@@ -218,5 +230,14 @@ mod tests {
             s.per_tenant(),
             [TenantPages { tenant: 0, pages_4k: 3, pages_2m: 2 }, TenantPages { tenant: 1, pages_4k: 1, pages_2m: 1 }]
         );
+        // Six regions in turn, twice, two pages each: more regions than are kept at
+        // hand, so bitmaps go to the map and come back.
+        let mut s = PageSet::new();
+        for round in 0..2u64 {
+            for r in 0..6u64 {
+                s.add(&Access { vaddr: r << 21 | round << 12, ..Access::default() });
+            }
+        }
+        assert_eq!(s.per_tenant(), [TenantPages { tenant: 0, pages_4k: 12, pages_2m: 6 }]);
     }
 }

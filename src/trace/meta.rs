@@ -40,8 +40,8 @@ pub struct TraceMeta {
 pub struct SampledRun {
     #[serde(flatten)]
     pub sampling: Sampling,
-    /// Instructions the program ran per instruction kept: the factor from the
-    /// trace's totals to the whole run's.
+    /// Instructions the program ran (until the recording ended) per instruction
+    /// kept: the factor from the trace's totals to that span's.
     pub scale: f64,
 }
 

@@ -106,8 +106,21 @@ impl Runs {
     /// matters) begins.
     #[inline]
     pub fn instruction(&mut self, ip: (u64, u64), out: &mut Vec<Access>) {
+        self.end_before(Some(ip), out);
+        self.pending += 1;
+        self.held.ip = Some(ip);
+    }
+
+    /// Ends the held instruction before the instruction at `next` (`None`: one
+    /// without accesses).
+    #[inline]
+    fn end_before(&mut self, next: Option<(u64, u64)>, out: &mut Vec<Access>) {
         let h = &self.held;
-        let repeated = h.ip == Some(ip) || (self.run.active && h.ip == Some(self.run.ip));
+        if h.ip.is_none() && h.n == 0 && !h.direct {
+            // Nothing held (the previous instruction was already ended).
+            return;
+        }
+        let repeated = (next.is_some() && h.ip == next) || (self.run.active && h.ip == Some(self.run.ip));
         if h.n > 0 && !h.direct && !repeated {
             // The common case: the held instruction neither continues the run nor
             // is executed again next, so no run can hold it; emit it at once.
@@ -117,8 +130,6 @@ impl Runs {
         } else {
             self.end_instruction(out);
         }
-        self.pending += 1;
-        self.held.ip = Some(ip);
     }
 
     /// `n` instructions without data accesses were executed (a recorder that counts
@@ -126,7 +137,7 @@ impl Runs {
     #[inline]
     pub fn plain_instructions(&mut self, n: u64, out: &mut Vec<Access>) {
         if n > 0 {
-            self.end_instruction(out);
+            self.end_before(None, out);
             self.flush_run(out);
             self.pending += n;
         }

@@ -78,17 +78,18 @@ impl Sampling {
         self.limit.map(|l| self.skip.saturating_add(l))
     }
 
-    /// One line for people: `W of every P instructions after skipping S, for L`.
+    /// One line for people: `W of every P instructions, from instruction S, for L
+    /// instructions`.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if let (Some(w), Some(p)) = (self.window, self.period) {
             parts.push(format!("{w} of every {p} instructions"));
         }
         if self.skip > 0 {
-            parts.push(format!("after skipping {} instructions", self.skip));
+            parts.push(format!("from instruction {}", self.skip));
         }
         if let Some(l) = self.limit {
-            parts.push(format!("over {l} instructions"));
+            parts.push(format!("for {l} instructions"));
         }
         if parts.is_empty() {
             "the whole run".into()
@@ -101,7 +102,8 @@ impl Sampling {
 /// Applies a [`Sampling`] to the accesses of every core, and counts them.
 pub struct Windows {
     sampling: Sampling,
-    /// Per core: what it ran and kept; its position is `program_instructions`.
+    /// Per core: what it ran and kept; its position is `program_instructions`
+    /// (which stops at the end of the windows).
     threads: Vec<ThreadCounts>,
     /// Per core: the position after its last kept access.
     marks: Vec<u64>,
@@ -117,6 +119,7 @@ impl Windows {
     pub fn apply(&mut self, batch: &mut Vec<Access>) {
         let s = self.sampling;
         let whole = s.is_whole();
+        let end = s.end().unwrap_or(u64::MAX);
         let (threads, marks) = (&mut self.threads, &mut self.marks);
         batch.retain_mut(|a| {
             let core = a.core as usize;
@@ -126,7 +129,9 @@ impl Windows {
             }
             let t = &mut threads[core];
             let own = t.program_instructions + a.instrs as u64;
-            t.program_instructions = own + 1;
+            // Past the end of the windows nothing is kept or counted: the trace
+            // covers the run up to there.
+            t.program_instructions = (own + 1).min(end);
             if !whole {
                 if !s.keeps(own) {
                     return false;
