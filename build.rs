@@ -24,4 +24,6 @@ fn main() {
     println!("cargo:rustc-env=TIERSIM_QEMU_PLUGIN={}", target_dir.join("release/libtiersim_qemu.so").display());
     println!("cargo:rerun-if-changed=crates/qemu-plugin");
     println!("cargo:rerun-if-changed=crates/ring");
+    // The plugin's profile is in the workspace manifest.
+    println!("cargo:rerun-if-changed=Cargo.toml");
 }

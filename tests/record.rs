@@ -6,20 +6,17 @@
 //! `.ci/run` installs the last two. A test whose tools are missing says so and
 //! passes without checking anything else.
 
+mod common;
+
+use common::tiersim;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use tiersim::trace::inspect::inspect;
-use tiersim::trace::{open, Access, OpenOptions};
-
-fn tiersim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tiersim")).args(args).output().unwrap()
-}
+use tiersim::trace::{open, OpenOptions};
 
 fn temp(name: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("tiersim-record-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name).to_str().unwrap().to_string()
+    common::temp("record", name)
 }
 
 /// Whether every tool in `tools` runs; if not, says which test is skipped.
@@ -52,20 +49,6 @@ fn record(via: &str, name: &str, options: &[&str], program: &[&str]) -> String {
     let out = tiersim(&args);
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     path
-}
-
-fn read_all(path: &str) -> Vec<Access> {
-    let mut o = open(path, &OpenOptions::default()).unwrap();
-    let mut all = Vec::new();
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        o.source.fill(&mut buf, 4096).unwrap();
-        if buf.is_empty() {
-            return all;
-        }
-        all.extend_from_slice(&buf);
-    }
 }
 
 fn json(path: &str) -> serde_json::Value {
@@ -103,7 +86,7 @@ fn threads_become_cores_with_their_own_accesses() {
     }
     let exe = build("threads", &["-pthread"]);
     let path = record("qemu", "threads.tsim", &[], &[&exe]);
-    let all = read_all(&path);
+    let all = common::read_all(&path, &OpenOptions::default());
     // Each thread fills and sums its own 1 MiB array: 2 × 131072 accesses, 1024 to
     // each of its 256 pages (257 if the arrays are not page-aligned, when
     // neighbouring threads share a page at the border).

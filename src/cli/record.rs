@@ -5,7 +5,6 @@ use crate::trace::window::Sampling;
 use anyhow::{anyhow, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub struct RecordArgs {
@@ -65,9 +64,8 @@ pub fn record(args: &RecordArgs) -> Result<()> {
         let base = Path::new(&args.program[0]).file_name().map_or("trace".into(), |n| n.to_string_lossy().to_string());
         PathBuf::from(format!("{base}.tsim"))
     });
-    let started = Instant::now();
     let done = record::record(&Request { via, program: args.program.clone(), out: out.clone(), sampling })?;
-    let secs = started.elapsed().as_secs_f64();
+    let secs = done.seconds;
     let (records, bytes) = (done.written.records, done.written.bytes);
     let threads = done.meta.cores().len();
     println!(

@@ -34,6 +34,7 @@ use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus};
+use std::time::Instant;
 
 /// The recorder to run the program under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +83,8 @@ pub struct Recorded {
     pub meta: TraceMeta,
     /// The program's exit status (`None` when it was stopped after `--limit`).
     pub status: Option<ExitStatus>,
+    /// Seconds from starting the recorder to the program's end.
+    pub seconds: f64,
 }
 
 /// Returns the file `program` runs: a path to an existing file, or the first match
@@ -115,10 +118,12 @@ pub fn record(req: &Request) -> Result<Recorded> {
         windows: Windows::new(req.sampling),
         path: req.out.clone(),
     };
+    let started = Instant::now();
     let ended = match req.via {
         Via::Qemu => qemu::run(&file, req, &mut sink),
         Via::Lackey => valgrind::run(&file, req, &mut sink),
     };
+    let seconds = started.elapsed().as_secs_f64();
     let end = match ended {
         Ok(end) => end,
         Err(e) => {
@@ -136,16 +141,18 @@ pub fn record(req: &Request) -> Result<Recorded> {
             req.out.display()
         ));
     }
-    let meta = TraceMeta { recorder: end.recorder, program: req.program.clone(), sampling: req.sampling, threads: sink.windows.threads().to_vec() };
+    let recorder = match req.via {
+        Via::Qemu => format!("{} with tiersim's plugin", tool_version("qemu-x86_64")),
+        Via::Lackey => format!("{} lackey", tool_version("valgrind")),
+    };
+    let meta = TraceMeta { recorder, program: req.program.clone(), sampling: req.sampling, threads: sink.windows.threads().to_vec() };
     sink.writer.set_meta(meta.to_bytes());
     let written = sink.writer.finish().map_err(|e| sink_error(&req.out, e))?;
-    Ok(Recorded { written, meta, status: end.status })
+    Ok(Recorded { written, meta, status: end.status, seconds })
 }
 
 /// How a recorder's run ended.
 struct End {
-    /// The recorder and its version, for the metadata.
-    recorder: String,
     /// The exit status, or `None` when the program was stopped after `--limit`.
     status: Option<ExitStatus>,
 }
@@ -183,6 +190,18 @@ fn stop(child: &mut Child) -> Result<()> {
     let _ = child.kill();
     child.wait().context("record: waiting for the recorder")?;
     Ok(())
+}
+
+/// The first line `tool --version` prints, e.g. `valgrind-3.19.0`, or the tool's
+/// name.
+fn tool_version(tool: &str) -> String {
+    std::process::Command::new(tool)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|v| v.lines().next().map(|l| l.trim().to_string()))
+        .unwrap_or_else(|| tool.to_string())
 }
 
 fn signal_name(sig: i32) -> &'static str {

@@ -149,17 +149,6 @@ impl Thread<'_> {
     }
 }
 
-/// `qemu-x86_64 --version`'s first line.
-fn version() -> String {
-    Command::new("qemu-x86_64")
-        .arg("--version")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|v| v.lines().next().map(str::to_string))
-        .unwrap_or_else(|| "qemu-x86_64".to_string())
-}
-
 /// Runs `file` (the resolved `req.program[0]`) under QEMU into `sink`.
 pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
     if !cfg!(target_arch = "x86_64") {
@@ -200,7 +189,6 @@ pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
     }
     let mut child = cmd.spawn().context("record: cannot start qemu-x86_64")?;
     drop(cmd);
-    let recorder = format!("{} with tiersim's plugin", version());
     let region = &rings.region;
     let mut threads: Vec<Option<Thread>> = (0..region.rings()).map(|_| None).collect();
     let mut batch: Vec<Access> = Vec::with_capacity(2 * CHUNK);
@@ -226,7 +214,7 @@ pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
             let mut live = (0..region.rings()).filter(|&r| region.control(r).state.load(Ordering::Acquire) == RING_LIVE).peekable();
             if live.peek().is_some() && sink.finished(live) {
                 stop(&mut child)?;
-                return Ok(End { recorder, status: None });
+                return Ok(End { status: None });
             }
         }
         if moved == 0 {
@@ -252,5 +240,5 @@ pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
     if header.status.load(Ordering::Acquire) == STATUS_TOO_MANY_THREADS {
         return Err(anyhow!("record: `{}` ran more than {MAX_RINGS} threads at once; tiersim records at most {MAX_RINGS}", req.program.join(" ")));
     }
-    Ok(End { recorder, status: Some(status) })
+    Ok(End { status: Some(status) })
 }

@@ -71,16 +71,6 @@ impl io::Read for PipeBatcher {
     }
 }
 
-/// `valgrind --version`, e.g. `valgrind-3.19.0`.
-fn version() -> String {
-    Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map_or_else(|| "valgrind".to_string(), |v| v.trim().to_string())
-}
-
 /// Runs `file` (the resolved `req.program[0]`) under lackey into `sink`.
 pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
     if find_on_path("valgrind").is_none() {
@@ -113,7 +103,6 @@ pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
     let mut child = cmd.spawn().context("record: cannot start valgrind")?;
     drop(writer);
     drop(cmd);
-    let recorder = format!("{} lackey", version());
     let mut source = LackeyReader::new(Box::new(reader), "valgrind lackey output".into(), false);
     let mut batch = Vec::with_capacity(4096);
     loop {
@@ -129,12 +118,12 @@ pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
         }
         if sink.finished(std::iter::once(0)) {
             stop(&mut child)?;
-            return Ok(End { recorder, status: None });
+            return Ok(End { status: None });
         }
     }
     let status = child.wait().context("record: waiting for valgrind")?;
     if status.code().is_some_and(|c| c != 0) && sink.windows.threads().is_empty() {
         return Err(anyhow!("record: valgrind failed (exit code {}) before tracing anything", status.code().unwrap_or(-1)));
     }
-    Ok(End { recorder, status: Some(status) })
+    Ok(End { status: Some(status) })
 }
