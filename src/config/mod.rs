@@ -216,11 +216,12 @@ fn deserialize<T: serde::de::DeserializeOwned>(value: Value, prefix: &str) -> Re
 }
 
 /// Completes a trace slot from the trace's metadata (a recorded native trace): its
-/// sampling, and a check of the thread it replays.
+/// sampling, and a check of the thread it replays. A file that cannot be read yet
+/// (or standard input) is left as it is: the run reports what is wrong with it.
 fn trace_slot(slot: TraceSlot, field: &str) -> Result<TraceSlot> {
-    let facts = match slot.path.as_str() {
-        "-" => None,
-        path => crate::trace::native::read_trailer(path)?,
+    let facts = match std::path::Path::new(&slot.path).is_file() {
+        false => None,
+        true => crate::trace::native::read_trailer(&slot.path)?,
     };
     let Some(meta) = facts.and_then(|f| f.meta) else { return Ok(slot) };
     let cores = meta.cores();
@@ -297,10 +298,11 @@ impl Config {
             let mut entries = Vec::new();
             let format = src.trace_format.as_deref().map(Format::parse).transpose()?;
             for (i, path) in src.traces.iter().enumerate() {
-                // A trace recorded with threads as cores gives each thread a core.
-                let threads = match path.as_str() {
-                    "-" => vec![0],
-                    _ => crate::trace::threads::threads(path, &OpenOptions { format, skip_malformed: src.skip_malformed, thread: None })?,
+                // A trace recorded with threads as cores gives each thread a core (a
+                // file that cannot be read yet is one core, and the run says why).
+                let threads = match std::path::Path::new(path).is_file() {
+                    false => vec![0],
+                    true => crate::trace::threads::threads(path, &OpenOptions { format, skip_malformed: src.skip_malformed, thread: None })?,
                 };
                 for &thread in &threads {
                     let mut t = Table::new();
@@ -739,5 +741,43 @@ mod tests {
         std::fs::write(&path, text.replace("\"lackey\"", "\"vcd\"")).unwrap();
         let e = Config::load(&Sources { file: Some(path), ..Default::default() }).unwrap_err().to_string();
         assert!(e.starts_with("workloads[0].format: unknown trace format `vcd`"), "{e}");
+    }
+
+    #[test]
+    fn a_trace_of_threads_takes_a_core_per_thread() {
+        use crate::trace::meta::{ThreadCounts, TraceMeta};
+        use crate::trace::native::NativeWriter;
+        use crate::trace::Access;
+        // A recorded trace of two threads (cores 0 and 1), sampled.
+        let dir = std::env::temp_dir().join(format!("tiersim-cfg-threads-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let trace = dir.join("two.tsim");
+        let mut w = NativeWriter::with_meta(std::fs::File::create(&trace).unwrap(), true, false).unwrap();
+        for i in 0..10u64 {
+            w.push(&Access { core: (i % 2) as u16, ..Access::read(0x1000 + 64 * i, 8, 1) }).unwrap();
+        }
+        let counts = |core| ThreadCounts { core, records: 5, instructions: 10, program_instructions: 40 };
+        let sampling = crate::trace::window::Sampling::new(0, Some(40), None, None).unwrap();
+        w.set_meta(TraceMeta { recorder: "test".into(), program: vec!["p".into()], sampling, threads: vec![counts(0), counts(1)] }.to_bytes());
+        w.finish().unwrap();
+        let path = trace.to_str().unwrap().to_string();
+        let c = Config::load(&Sources { traces: vec![path.clone()], ..Default::default() }).unwrap();
+        let slots = c.slots().unwrap();
+        assert_eq!(c.machine.cores, 2);
+        let got: Vec<(usize, u16, Option<u16>)> = slots.iter().map(|s| (s.core, s.tenant, s.trace.as_ref().unwrap().thread)).collect();
+        assert_eq!(got, [(0, 0, Some(0)), (1, 0, Some(1))]);
+        assert_eq!(slots[0].trace.as_ref().unwrap().sampled.as_ref().map(|r| r.scale), Some(4.0));
+        // In a config file each thread needs its entry.
+        let file = dir.join("threads.toml");
+        let entry = |extra: &str| format!("[machine]\ncores = 1\n[[workloads]]\ntrace = \"{path}\"\n{extra}\n");
+        std::fs::write(&file, entry("")).unwrap();
+        let e = Config::load(&Sources { file: Some(file.clone()), ..Default::default() }).unwrap_err().to_string();
+        assert!(e.starts_with("workloads[0]: trace") && e.contains("holds 2 threads (cores 0, 1): give one entry per thread with `thread = N`"), "{e}");
+        std::fs::write(&file, entry("thread = 5")).unwrap();
+        let e = Config::load(&Sources { file: Some(file.clone()), ..Default::default() }).unwrap_err().to_string();
+        assert!(e.starts_with("workloads[0].thread: trace") && e.ends_with("has no thread 5 (its threads: 0, 1)"), "{e}");
+        std::fs::write(&file, entry("thread = 1")).unwrap();
+        let c = Config::load(&Sources { file: Some(file), ..Default::default() }).unwrap();
+        assert_eq!(c.slots().unwrap()[0].trace.as_ref().unwrap().thread, Some(1));
     }
 }

@@ -748,6 +748,47 @@ mod tests {
     }
 
     #[test]
+    fn metadata_is_found_by_streaming_and_by_seeking() {
+        let recs = sample(70_000);
+        let mut bytes = Vec::new();
+        let mut w = NativeWriter::with_meta(&mut bytes, true, false).unwrap();
+        for a in &recs {
+            w.push(a).unwrap();
+        }
+        let meta = br#"{"recorder":"t","program":["p"],"threads":[]}"#.to_vec();
+        w.set_meta(meta.clone());
+        w.finish().unwrap();
+        let mut r = NativeReader::new(Box::new(io::Cursor::new(bytes.clone())), "n".into()).unwrap();
+        let mut buf = Vec::new();
+        while {
+            buf.clear();
+            r.fill(&mut buf, 4096).unwrap();
+            !buf.is_empty()
+        } {}
+        assert_eq!(r.meta(), Some(&meta[..]));
+        let path = std::env::temp_dir().join(format!("tiersim-meta-{}.tsim", std::process::id()));
+        std::fs::write(&path, &bytes).unwrap();
+        let facts = read_trailer(path.to_str().unwrap()).unwrap().unwrap();
+        assert_eq!((facts.records, facts.record_cores, facts.meta.unwrap().recorder.as_str()), (70_000, true, "t"));
+        // A header that announces metadata the stream lacks is corrupt.
+        let mut plain = encode(&recs[..10], true, false);
+        plain[10] |= FLAG_META as u8;
+        assert!(decode(plain, 100).unwrap_err().to_string().contains("metadata block that is missing"));
+    }
+
+    #[test]
+    fn an_abandoned_trace_reads_as_truncated_after_its_blocks() {
+        let mut bytes = Vec::new();
+        let mut w = NativeWriter::with_meta(&mut bytes, false, false).unwrap();
+        for a in &sample(70_000) {
+            w.push(a).unwrap();
+        }
+        w.abandon().unwrap();
+        let err = decode(bytes, 4096).unwrap_err().to_string();
+        assert!(err.contains("truncated: the stream ends after 2 complete blocks (70000 records)"), "{err}");
+    }
+
+    #[test]
     fn truncation_and_corruption_are_errors() {
         let bytes = encode(&sample(200_000), false, false);
         for cut in [bytes.len() - 1, bytes.len() - 20, bytes.len() / 2, 20] {
