@@ -28,7 +28,7 @@ mod api;
 use api::*;
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use tiersim_ring::{Entry, Producer, Region, RING_EXITED, RING_LIVE, STATUS_DONE, STATUS_RUNNING, STATUS_TOO_MANY_THREADS};
 
@@ -59,16 +59,28 @@ unsafe impl Sync for Slot {}
 static REGION: OnceLock<Region> = OnceLock::new();
 static SLOTS: OnceLock<Box<[Slot]>> = OnceLock::new();
 
+/// Set in a child process the program made with `fork`: the child is another
+/// program run (as for `exec`), and its QEMU must not write into the parent's rings
+/// (each has one producer) nor mark them ended.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn in_forked_child() {
+    FORKED.store(true, Ordering::Relaxed);
+}
+
 /// The recording state of vCPU `index`, if it has one.
 #[inline]
 fn vcpu(index: c_uint) -> Option<&'static mut Vcpu> {
+    if FORKED.load(Ordering::Relaxed) {
+        return None;
+    }
     let slot = SLOTS.get()?.get(index as usize)?;
     // SAFETY: only the thread of vCPU `index` calls this for its slot (see `Slot`).
     unsafe { (*slot.0.get()).as_mut() }
 }
 
 extern "C" fn on_vcpu_init(_id: PluginId, index: c_uint) {
-    let (Some(region), Some(slots)) = (REGION.get(), SLOTS.get()) else { return };
+    let (Some(region), Some(slots), false) = (REGION.get(), SLOTS.get(), FORKED.load(Ordering::Relaxed)) else { return };
     let Some(slot) = slots.get(index as usize) else {
         region.header().status.store(STATUS_TOO_MANY_THREADS, Ordering::Release);
         return;
@@ -86,7 +98,7 @@ extern "C" fn on_vcpu_exit(_id: PluginId, index: c_uint) {
 }
 
 extern "C" fn on_exit(_id: PluginId, _userdata: *mut c_void) {
-    if let Some(region) = REGION.get() {
+    if let (Some(region), false) = (REGION.get(), FORKED.load(Ordering::Relaxed)) {
         let _ = region.header().status.compare_exchange(STATUS_RUNNING, STATUS_DONE, Ordering::AcqRel, Ordering::Acquire);
     }
 }
@@ -196,8 +208,10 @@ pub unsafe extern "C" fn qemu_plugin_install(id: PluginId, info: *const Info, ar
         eprintln!("tiersim plugin: installed twice");
         return 1;
     }
-    // SAFETY: registering callbacks with the id QEMU gave this plugin.
+    // SAFETY: registering callbacks with the id QEMU gave this plugin, and a fork
+    // handler (a plain function) with the C library.
     unsafe {
+        libc::pthread_atfork(None, None, Some(in_forked_child));
         qemu_plugin_register_vcpu_init_cb(id, on_vcpu_init);
         qemu_plugin_register_vcpu_exit_cb(id, on_vcpu_exit);
         qemu_plugin_register_vcpu_tb_trans_cb(id, on_tb_trans);
