@@ -112,6 +112,16 @@ pub fn interpreter(file: &Path) -> Option<Vec<String>> {
 /// Records `req`.
 pub fn record(req: &Request) -> Result<Recorded> {
     let Some(file) = find_on_path(&req.program[0]) else { return Err(anyhow!("record: program `{}` not found", req.program[0])) };
+    match req.via {
+        Via::Qemu if !cfg!(target_arch = "x86_64") => return Err(anyhow!("record --via qemu: needs an x86-64 host (it runs qemu-x86_64)")),
+        Via::Qemu if find_on_path("qemu-x86_64").is_none() => {
+            return Err(anyhow!("record --via qemu: qemu-x86_64 not found on PATH; install it (e.g. apt-get install -y qemu-user) or use --via lackey"))
+        }
+        Via::Lackey if find_on_path("valgrind").is_none() => {
+            return Err(anyhow!("record --via lackey: valgrind not found on PATH; install it (e.g. apt-get install -y valgrind)"))
+        }
+        _ => {}
+    }
     let out = File::create(&req.out).with_context(|| format!("record: {}: cannot create", req.out.display()))?;
     let mut sink = Sink {
         writer: NativeWriter::with_meta(BufWriter::with_capacity(1 << 20, out), req.via == Via::Qemu, false)?,

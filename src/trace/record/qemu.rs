@@ -22,7 +22,7 @@
 //! it), so that the C library picks the same string and memory routines as on the
 //! host and under valgrind, which passes the host's features through.
 
-use super::{find_on_path, interpreter, stop, End, Request, Sink};
+use super::{interpreter, stop, End, Request, Sink};
 use crate::trace::runs::Runs;
 use crate::trace::{Access, WRITE};
 use anyhow::{anyhow, bail, Context, Result};
@@ -151,12 +151,6 @@ impl Thread<'_> {
 
 /// Runs `file` (the resolved `req.program[0]`) under QEMU into `sink`.
 pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
-    if !cfg!(target_arch = "x86_64") {
-        bail!("record --via qemu: needs an x86-64 host (it runs qemu-x86_64)");
-    }
-    if find_on_path("qemu-x86_64").is_none() {
-        bail!("record --via qemu: qemu-x86_64 not found on PATH; install it (e.g. apt-get install -y qemu-user) or use --via lackey");
-    }
     let mut guest: Vec<String> = Vec::new();
     if let Some(interp) = interpreter(file) {
         eprintln!("tiersim: note: {} is a script: QEMU runs its interpreter {}, and not the programs that runs with exec (a wrapper such as a pyenv shim); give the real binary to trace that", file.display(), interp[0]);
@@ -193,7 +187,7 @@ pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
     let mut threads: Vec<Option<Thread>> = (0..region.rings()).map(|_| None).collect();
     let mut batch: Vec<Access> = Vec::with_capacity(2 * CHUNK);
     let mut exited: Option<ExitStatus> = None;
-    loop {
+    let status = loop {
         let mut moved = 0;
         for (r, slot) in threads.iter_mut().enumerate() {
             if slot.is_none() {
@@ -218,8 +212,8 @@ pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
             }
         }
         if moved == 0 {
-            if exited.is_some() {
-                break;
+            if let Some(status) = exited {
+                break status;
             }
             match child.try_wait().context("record: waiting for qemu-x86_64")? {
                 // Drain once more: the last entries were published before it exited.
@@ -227,12 +221,11 @@ pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
                 None => std::thread::sleep(Duration::from_micros(200)),
             }
         }
-    }
+    };
     for t in threads.iter_mut().flatten() {
         t.finish(&mut batch);
     }
     sink.push(&mut batch)?;
-    let status = exited.expect("the loop ends after the exit");
     let header = region.header();
     if header.attached.load(Ordering::Acquire) == 0 {
         return Err(anyhow!("record: qemu-x86_64 did not load tiersim's plugin ({status}; its message, if any, is above)"));

@@ -12,10 +12,10 @@
 //! full before reading. The writer then never waits and is never woken: it costs
 //! what writing to `/dev/null` costs, plus a copy.
 
-use super::{find_on_path, stop, End, Request, Sink};
+use super::{stop, End, Request, Sink};
 use crate::trace::lackey::LackeyReader;
 use crate::trace::Source;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
@@ -73,9 +73,6 @@ impl io::Read for PipeBatcher {
 
 /// Runs `file` (the resolved `req.program[0]`) under lackey into `sink`.
 pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
-    if find_on_path("valgrind").is_none() {
-        bail!("record: valgrind not found on PATH; install it (e.g. apt-get install -y valgrind)");
-    }
     if super::interpreter(file).is_some() {
         eprintln!(
             "tiersim: note: {} is a script: valgrind traces its interpreter, and not the programs it runs with exec (a wrapper such as a pyenv shim); give the real binary to trace that",
