@@ -214,6 +214,8 @@ fn bad_input_is_one_line_and_no_trace_passes_for_complete() {
         let inspected = tiersim(&["inspect", &path]);
         assert_eq!(inspected.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&inspected.stderr).contains("truncated"), "{}", String::from_utf8_lossy(&inspected.stderr));
+        // A file that is not a program: the recorder cannot start it.
+        record_fails(&["record", "--via", via, "--out", &path, "--", "/etc/passwd"], &["`/etc/passwd` ended", "before making any access"]);
         // A full disk: every write to /dev/full fails with ENOSPC.
         record_fails(&["record", "--via", via, "--out", "/dev/full", "--", "/bin/true"], &["/dev/full: cannot write", "No space left on device", "truncated"]);
     }

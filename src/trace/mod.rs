@@ -17,6 +17,12 @@
 //! skipped. A truncated or corrupt compressed stream is an error, never a quiet
 //! early end. Addresses at or above 2^57 (beyond 5-level paging) are rejected.
 //!
+//! # Recording
+//! [`record`] runs a program under QEMU with tiersim's plugin or under valgrind
+//! lackey and writes the native format as it runs; [`threads`] replays each thread
+//! of such a trace on a core of its own, and [`window`] keeps windows of a long
+//! run (`docs/recording.md`).
+//!
 //! The formats and their sources are documented in `docs/trace-formats.md`; the
 //! native format in `docs/trace-format.md`.
 

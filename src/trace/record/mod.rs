@@ -151,6 +151,10 @@ pub fn record(req: &Request) -> Result<Recorded> {
             req.out.display()
         ));
     }
+    if let Some(status) = end.status.filter(|s| !s.success() && sink.windows.threads().is_empty()) {
+        let _ = sink.writer.abandon();
+        return Err(anyhow!("record: `{}` ended ({status}) before making any access; the recorder's message, if any, is above", req.program.join(" ")));
+    }
     let recorder = match req.via {
         Via::Qemu => format!("{} with tiersim's plugin", tool_version("qemu-x86_64")),
         Via::Lackey => format!("{} lackey", tool_version("valgrind")),
