@@ -10,9 +10,13 @@
 
 static unsigned long data[THREADS][WORDS];
 static unsigned long sums[THREADS];
+/* All four wait here before working, so they all run at once (and each gets a
+ * vCPU of its own: QEMU reuses the number of a thread that has ended). */
+static pthread_barrier_t start;
 
 static void *work(void *arg) {
     unsigned long t = (unsigned long)arg, s = 0;
+    pthread_barrier_wait(&start);
     for (unsigned i = 0; i < WORDS; i++)
         data[t][i] = i ^ t;
     for (unsigned i = 0; i < WORDS; i++)
@@ -23,6 +27,7 @@ static void *work(void *arg) {
 
 int main(void) {
     pthread_t th[THREADS];
+    pthread_barrier_init(&start, NULL, THREADS);
     for (unsigned long t = 1; t < THREADS; t++)
         if (pthread_create(&th[t], NULL, work, (void *)t) != 0)
             return 1;
