@@ -86,6 +86,14 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
             assert!(r.stdout.contains("accesses/s captured"), "{}", r.stdout);
             assert!(r.dir.join("sqlite.tsim").is_file());
         }),
+        ("record --via lackey --out sqlite.tsim", &[], |r| {
+            assert!(r.stdout.contains("accesses/s captured") && r.stdout.contains("lackey"), "{}", r.stdout);
+            assert!(r.dir.join("sqlite.tsim").is_file());
+        }),
+        ("record --skip 1G --limit 500M --window 10M --period 100M -- ./app", &[], |r| {
+            assert!(r.stdout.contains("sampled: "), "{}", r.stdout);
+            assert!(r.dir.join("app.tsim").is_file());
+        }),
         ("convert trace.champsim.xz trace.tsim", &[], |r| {
             assert!(r.stdout.starts_with("converted trace.champsim.xz (champsim) to trace.tsim: 500 accesses"), "{}", r.stdout);
         }),
@@ -104,6 +112,9 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
         }),
         ("--trace a.lk.gz --trace b.tsim --policy first-touch", &[], |r| {
             assert_eq!(r.stdout.matches("\ntrace             core ").count(), 2, "{}", r.stdout);
+        }),
+        ("--trace threads.tsim", &[], |r| {
+            assert_eq!(r.report()["cores"].as_array().unwrap().len(), 2, "one core per thread:\n{}", r.stdout);
         }),
         ("compare --preset rainbow --policies flat-static,hscc-4k,hscc-2m,rainbow,all-fast", &[], |r| {
             for p in ["flat-static", "hscc-4k", "hscc-2m", "rainbow", "all-fast"] {
@@ -204,6 +215,11 @@ fn shrink(words: &[String], extra: &[&str], json: &Path) -> Vec<String> {
                 out.push(FOOTPRINT.min(footprint.unwrap()).to_string());
             }
             "--refs" => out.push(REFS.min(it.next().unwrap().parse().unwrap()).to_string()),
+            // A recording's instruction counts shrink a thousandfold.
+            "--skip" | "--limit" | "--window" | "--period" if sub == "record" => {
+                let n = it.next().unwrap();
+                out.push(n.replace('M', "k").replace('G', "M"));
+            }
             "--set" => {
                 let set = it.next().unwrap();
                 out.push(match set.split_once(".capacity=") {
@@ -232,10 +248,19 @@ fn shrink(words: &[String], extra: &[&str], json: &Path) -> Vec<String> {
     out
 }
 
-/// The files the tour's trace commands read, made in `dir`; `false` when `record`
-/// cannot run here (no valgrind), in which case a checked-in capture stands in for
-/// its output.
-fn prepare_inputs(dir: &Path) -> bool {
+/// Whether a tour `record` command can run here: sqlite3 (the program recorded,
+/// also as `./app`) and its recorder (QEMU, or valgrind for `--via lackey` and
+/// when QEMU is missing).
+fn can_record(args: &[String]) -> bool {
+    let have = |tool: &str, arg: &str| Command::new(tool).arg(arg).output().is_ok();
+    let valgrind = have("valgrind", "--version");
+    let recorder = if args.iter().any(|a| a == "lackey") { valgrind } else { have("qemu-x86_64", "--version") || valgrind };
+    recorder && have("sqlite3", "-version")
+}
+
+/// The files the tour's trace commands read, made in `dir`; when the recording of
+/// `sqlite.tsim` cannot run here, a checked-in capture stands in for its output.
+fn prepare_inputs(dir: &Path) {
     let data = |n: &str| format!("{}/tests/data/{n}", env!("CARGO_MANIFEST_DIR"));
     std::fs::copy(data("rep.lk.gz"), dir.join("a.lk.gz")).unwrap();
     std::fs::copy(data("small.tsim"), dir.join("b.tsim")).unwrap();
@@ -248,11 +273,19 @@ fn prepare_inputs(dir: &Path) -> bool {
     let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
     xz.write_all(&records).unwrap();
     std::fs::write(dir.join("trace.champsim.xz"), xz.finish().unwrap()).unwrap();
-    let can_record = Command::new("valgrind").arg("--version").output().is_ok() && Command::new("sqlite3").arg("-version").output().is_ok();
-    if !can_record {
+    // A program of two threads, as `record` writes one (threads as cores).
+    let mut w = tiersim::trace::native::NativeWriter::new(std::fs::File::create(dir.join("threads.tsim")).unwrap(), true, false).unwrap();
+    for i in 0..20_000u64 {
+        let a = tiersim::trace::Access::read(0x10_0000 + 64 * (i % 5000), 8, 1);
+        w.push(&tiersim::trace::Access { core: (i % 2) as u16, ..a }).unwrap();
+    }
+    w.finish().unwrap();
+    if let Some(sqlite) = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).map(|d| d.join("sqlite3")).find(|p| p.is_file()) {
+        std::os::unix::fs::symlink(sqlite, dir.join("app")).unwrap();
+    }
+    if !can_record(&[]) {
         std::fs::copy(data("true.tsim"), dir.join("sqlite.tsim")).unwrap();
     }
-    can_record
 }
 
 #[test]
@@ -260,7 +293,7 @@ fn every_readme_tour_command_shows_what_it_claims() {
     let dir = std::env::temp_dir().join(format!("tiersim-tour-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let can_record = prepare_inputs(&dir);
+    prepare_inputs(&dir);
     let commands = tour_commands();
     let table = expectations();
     for (key, _, _) in &table {
@@ -271,8 +304,8 @@ fn every_readme_tour_command_shows_what_it_claims() {
         let (_, extra, check) = table.iter().find(|(key, _, _)| cmd.contains(key)).unwrap_or_else(|| panic!("no expectation for the tour command `{cmd}`"));
         let json = dir.join(format!("tour-{i}.json"));
         let args = shrink(&words(cmd), extra, &json);
-        if args[0] == "record" && !can_record {
-            eprintln!("valgrind or sqlite3 missing: `{cmd}` not run (.ci/run installs valgrind)");
+        if args[0] == "record" && !can_record(&args) {
+            eprintln!("its recorder or sqlite3 missing: `{cmd}` not run (.ci/run installs qemu-user, valgrind and sqlite3)");
             continue;
         }
         let out = Command::new(env!("CARGO_BIN_EXE_tiersim")).args(&args).current_dir(&dir).output().unwrap();

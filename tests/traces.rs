@@ -16,8 +16,11 @@
 //!   `rep movsb` of 100 bytes in a small C program (`asm("rep stosb")` on a static
 //!   buffer), gzip -9.
 
+mod common;
+
+use common::tiersim;
 use std::io::Write;
-use std::process::{Command, Output};
+use std::process::Command;
 use tiersim::trace::champsim;
 use tiersim::trace::inspect::inspect;
 use tiersim::trace::{open, Access, Format, OpenOptions, WRITE};
@@ -26,28 +29,12 @@ fn data(name: &str) -> String {
     format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
-fn tiersim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tiersim")).args(args).output().unwrap()
-}
-
 fn temp(name: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("tiersim-traces-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name).to_str().unwrap().to_string()
+    common::temp("traces", name)
 }
 
 fn read_all(path: &str, format: Option<Format>) -> Vec<Access> {
-    let mut o = open(path, &OpenOptions { format, skip_malformed: false }).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let mut all = Vec::new();
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        o.source.fill(&mut buf, 4096).unwrap_or_else(|e| panic!("{path}: {e}"));
-        if buf.is_empty() {
-            return all;
-        }
-        all.extend_from_slice(&buf);
-    }
+    common::read_all(path, &OpenOptions { format, skip_malformed: false, thread: None })
 }
 
 /// Runs a command that must fail on bad input: exit code 2 and one line containing `needle`.
@@ -247,12 +234,12 @@ fn record_captures_a_real_program() {
         return;
     }
     let out_path = temp("true-rec.tsim");
-    let out = tiersim(&["record", "--out", &out_path, "--", "/bin/true"]);
+    let out = tiersim(&["record", "--via", "lackey", "--out", &out_path, "--", "/bin/true"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("accesses/s captured"), "{text}");
     let recorded = read_all(&out_path, None);
     assert!(recorded.len() > 10_000, "{}", recorded.len());
     assert!(recorded.iter().any(|a| a.flags & WRITE != 0));
-    bad(&["record", "--out", &out_path, "--", "/nonexistent/program"], "not found");
+    bad(&["record", "--via", "lackey", "--out", &out_path, "--", "/nonexistent/program"], "not found");
 }

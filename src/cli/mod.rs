@@ -1,11 +1,12 @@
 //! The command line: `demo`, `run`, `compare`, `policies`, `config`, and the trace
-//! commands `record`, `convert` and `inspect` (in [`traces`]).
+//! commands `record` (in [`record`]), `convert` and `inspect` (in [`traces`]).
 //!
 //! Every command checks its output paths before it starts ([`output`]), and runs
 //! stop cleanly on Ctrl-C ([`interrupt`]).
 
 pub mod interrupt;
 mod output;
+mod record;
 mod traces;
 
 use crate::config::{Config, Sources, PRESETS};
@@ -66,8 +67,9 @@ pub enum Command {
         #[command(flatten)]
         cfg: ConfigArgs,
     },
-    /// Run a program under valgrind lackey and write its memory trace in the native format.
-    Record(traces::RecordArgs),
+    /// Run a program under QEMU with tiersim's plugin (or valgrind lackey) and write
+    /// its memory trace in the native format, one core per thread.
+    Record(record::RecordArgs),
     /// Convert a trace from any supported format to the native format.
     Convert(traces::ConvertArgs),
     /// Print a trace's statistics: footprint, references per page, hot pages per interval.
@@ -386,7 +388,7 @@ pub fn main(cli: Cli) -> Result<()> {
             print!("{}", cfg.load()?.to_toml()?);
             Ok(())
         }
-        Command::Record(args) => traces::record(&args),
+        Command::Record(args) => record::record(&args),
         Command::Convert(args) => traces::convert(&args),
         Command::Inspect(args) => traces::inspect(&args),
     }

@@ -12,7 +12,8 @@ use crate::machine::{MachineConfig, TenantKind};
 use crate::policy::registry::{with_policy, PolicyVisitor, POLICIES};
 use crate::machine::Redirect;
 use crate::policy::Policy;
-use crate::trace::Format;
+use crate::trace::meta::SampledRun;
+use crate::trace::{Format, OpenOptions};
 use crate::workload::WorkloadConfig;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -100,6 +101,14 @@ pub struct TraceSlot {
     /// Replay only the first this many records (`--refs N`, or `refs` in the entry).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refs: Option<u64>,
+    /// The thread (core of the trace) this core replays, for a trace recorded with
+    /// threads as cores; `None` replays every record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<u16>,
+    /// The part of the program's run the trace holds, when not the whole run (from
+    /// the trace's metadata).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<SampledRun>,
 }
 
 /// The whole configuration.
@@ -212,6 +221,29 @@ fn deserialize<T: serde::de::DeserializeOwned>(value: Value, prefix: &str) -> Re
     })
 }
 
+/// Completes a trace slot from the trace's metadata (a recorded native trace): its
+/// sampling, and a check of the thread it replays. A file that cannot be read yet
+/// (or standard input) is left as it is: the run reports what is wrong with it.
+fn trace_slot(slot: TraceSlot, field: &str) -> Result<TraceSlot> {
+    let facts = match std::path::Path::new(&slot.path).is_file() {
+        false => None,
+        true => crate::trace::native::read_trailer(&slot.path)?,
+    };
+    let Some(meta) = facts.and_then(|f| f.meta) else { return Ok(slot) };
+    let cores = meta.cores();
+    let list = || cores.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ");
+    match slot.thread {
+        None if cores.len() > 1 => bail!(
+            "{field}: trace {} holds {} threads (cores {}): give one entry per thread with `thread = N`, or replay it with --trace, which does",
+            slot.path,
+            cores.len(),
+            list()
+        ),
+        Some(t) if !cores.contains(&t) => bail!("{field}.thread: trace {} has no thread {t} (its threads: {})", slot.path, list()),
+        _ => Ok(TraceSlot { sampled: meta.sampled_run(), ..slot }),
+    }
+}
+
 /// Merges built-in preset `name` into `root`. A preset that starts with
 /// `based_on = "other"` is `other` with its own tables merged on top.
 fn merge_preset(root: &mut Table, name: &str) -> Result<()> {
@@ -270,24 +302,43 @@ impl Config {
                 bail!("--tenant: give one per --trace ({} traces, {} tenants)", src.traces.len(), src.trace_tenants.len());
             }
             let mut entries = Vec::new();
+            let format = src.trace_format.as_deref().map(Format::parse).transpose()?;
             for (i, path) in src.traces.iter().enumerate() {
-                let mut t = Table::new();
-                t.insert("trace".into(), Value::String(path.clone()));
-                if let Some(f) = &src.trace_format {
-                    t.insert("format".into(), Value::String(f.clone()));
+                // A trace recorded with threads as cores gives each thread a core (a
+                // file that cannot be read yet is one core, and the run says why).
+                let threads = match std::path::Path::new(path).is_file() {
+                    false => vec![0],
+                    true => crate::trace::threads::threads(path, &OpenOptions { format, skip_malformed: src.skip_malformed, thread: None })?,
+                };
+                for &thread in &threads {
+                    let mut t = Table::new();
+                    t.insert("trace".into(), Value::String(path.clone()));
+                    if let Some(f) = &src.trace_format {
+                        t.insert("format".into(), Value::String(f.clone()));
+                    }
+                    if src.skip_malformed {
+                        t.insert("skip_malformed".into(), Value::Boolean(true));
+                    }
+                    if threads.len() > 1 {
+                        t.insert("thread".into(), Value::Integer(thread as i64));
+                    }
+                    if let Some(n) = src.trace_refs {
+                        t.insert(
+                            "refs".into(),
+                            Value::Integer(
+                                i64::try_from(n)
+                                    .map_err(|_| anyhow!("--refs: {n} is too large"))?,
+                            ),
+                        );
+                    }
+                    let tenant = src.trace_tenants.get(i).copied().unwrap_or(i as u16);
+                    t.insert("tenant".into(), Value::Integer(tenant as i64));
+                    entries.push(Value::Table(t));
                 }
-                if src.skip_malformed {
-                    t.insert("skip_malformed".into(), Value::Boolean(true));
-                }
-                if let Some(n) = src.trace_refs {
-                    t.insert("refs".into(), Value::Integer(i64::try_from(n).map_err(|_| anyhow!("--refs: {n} is too large"))?));
-                }
-                let tenant = src.trace_tenants.get(i).copied().unwrap_or(i as u16);
-                t.insert("tenant".into(), Value::Integer(tenant as i64));
-                entries.push(Value::Table(t));
             }
+            let cores = entries.len();
             root.insert("workloads".into(), Value::Array(entries));
-            set_path(&mut root, "machine.cores", Value::Integer(src.traces.len() as i64))?;
+            set_path(&mut root, "machine.cores", Value::Integer(cores as i64))?;
         }
         for s in &src.sets {
             let (k, v) = s.split_once('=').ok_or_else(|| anyhow!("--set {s}: expected key=value"))?;
@@ -366,8 +417,20 @@ impl Config {
             };
             let trace = match t.remove("trace") {
                 None => None,
-                Some(Value::String(path)) => Some(TraceSlot { path, format: None, skip_malformed: false, refs: None }),
+                Some(Value::String(path)) => Some(TraceSlot {
+                    path,
+                    format: None,
+                    skip_malformed: false,
+                    refs: None,
+                    thread: None,
+                    sampled: None,
+                }),
                 Some(v) => bail!("{field}.trace: expected a file path, got {v}"),
+            };
+            let thread = match t.remove("thread") {
+                None => None,
+                Some(Value::Integer(c)) if (0..=u16::MAX as i64).contains(&c) => Some(c as u16),
+                Some(v) => bail!("{field}.thread: expected a thread (core of the trace) number, got {v}"),
             };
             let format = match t.remove("format") {
                 None => None,
@@ -389,8 +452,19 @@ impl Config {
                 (Some(_), Some(v)) => bail!("{field}.refs: expected the number of records to replay (at least 1), got {v}"),
             };
             let trace = match trace {
-                Some(tr) => Some(TraceSlot { format, skip_malformed, refs, ..tr }),
-                None if format.is_some() || skip_malformed => bail!("{field}: `format` and `skip_malformed` need a `trace` file"),
+                Some(tr) => Some(trace_slot(
+                    TraceSlot {
+                        format,
+                        skip_malformed,
+                        refs,
+                        thread,
+                        ..tr
+                    },
+                    &field,
+                )?),
+                None if format.is_some() || skip_malformed || thread.is_some() => {
+                    bail!("{field}: `format`, `skip_malformed` and `thread` need a `trace` file")
+                }
                 None => None,
             };
             if core >= self.machine.cores {
@@ -709,5 +783,43 @@ mod tests {
         std::fs::write(&path, text.replace("\"lackey\"", "\"vcd\"")).unwrap();
         let e = Config::load(&Sources { file: Some(path), ..Default::default() }).unwrap_err().to_string();
         assert!(e.starts_with("workloads[0].format: unknown trace format `vcd`"), "{e}");
+    }
+
+    #[test]
+    fn a_trace_of_threads_takes_a_core_per_thread() {
+        use crate::trace::meta::{ThreadCounts, TraceMeta};
+        use crate::trace::native::NativeWriter;
+        use crate::trace::Access;
+        // A recorded trace of two threads (cores 0 and 1), sampled.
+        let dir = std::env::temp_dir().join(format!("tiersim-cfg-threads-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let trace = dir.join("two.tsim");
+        let mut w = NativeWriter::with_meta(std::fs::File::create(&trace).unwrap(), true, false).unwrap();
+        for i in 0..10u64 {
+            w.push(&Access { core: (i % 2) as u16, ..Access::read(0x1000 + 64 * i, 8, 1) }).unwrap();
+        }
+        let counts = |core| ThreadCounts { core, records: 5, instructions: 10, program_instructions: 40 };
+        let sampling = crate::trace::window::Sampling::new(0, Some(40), None, None).unwrap();
+        w.set_meta(TraceMeta { recorder: "test".into(), program: vec!["p".into()], sampling, threads: vec![counts(0), counts(1)] }.to_bytes());
+        w.finish().unwrap();
+        let path = trace.to_str().unwrap().to_string();
+        let c = Config::load(&Sources { traces: vec![path.clone()], ..Default::default() }).unwrap();
+        let slots = c.slots().unwrap();
+        assert_eq!(c.machine.cores, 2);
+        let got: Vec<(usize, u16, Option<u16>)> = slots.iter().map(|s| (s.core, s.tenant, s.trace.as_ref().unwrap().thread)).collect();
+        assert_eq!(got, [(0, 0, Some(0)), (1, 0, Some(1))]);
+        assert_eq!(slots[0].trace.as_ref().unwrap().sampled.as_ref().map(|r| r.scale), Some(4.0));
+        // In a config file each thread needs its entry.
+        let file = dir.join("threads.toml");
+        let entry = |extra: &str| format!("[machine]\ncores = 1\n[[workloads]]\ntrace = \"{path}\"\n{extra}\n");
+        std::fs::write(&file, entry("")).unwrap();
+        let e = Config::load(&Sources { file: Some(file.clone()), ..Default::default() }).unwrap_err().to_string();
+        assert!(e.starts_with("workloads[0]: trace") && e.contains("holds 2 threads (cores 0, 1): give one entry per thread with `thread = N`"), "{e}");
+        std::fs::write(&file, entry("thread = 5")).unwrap();
+        let e = Config::load(&Sources { file: Some(file.clone()), ..Default::default() }).unwrap_err().to_string();
+        assert!(e.starts_with("workloads[0].thread: trace") && e.ends_with("has no thread 5 (its threads: 0, 1)"), "{e}");
+        std::fs::write(&file, entry("thread = 1")).unwrap();
+        let c = Config::load(&Sources { file: Some(file), ..Default::default() }).unwrap();
+        assert_eq!(c.slots().unwrap()[0].trace.as_ref().unwrap().thread, Some(1));
     }
 }

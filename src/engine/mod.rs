@@ -203,7 +203,7 @@ fn measure_traces(slots: &[WorkloadSlot], progress: &Progress) -> Result<Vec<Opt
                     "--trace -: a run reads its traces twice (first to measure the footprint), and standard input cannot be read twice; save it to a file (inspect and convert read standard input)"
                 );
             }
-            let opts = crate::trace::OpenOptions { format: t.format, skip_malformed: t.skip_malformed };
+            let opts = crate::trace::OpenOptions { format: t.format, skip_malformed: t.skip_malformed, thread: t.thread };
             let facts = crate::trace::footprint::measure(&t.path, &opts, t.refs, progress)?;
             Ok(Some(SlotTrace { facts, opts }))
         })

@@ -38,7 +38,8 @@ pub fn run_summary(r: &Report) -> String {
     for slot in &r.workloads {
         match &slot.trace {
             Some(t) => {
-                let _ = writeln!(w, "trace             core {} tenant {} ({:?}): {}", slot.core, slot.tenant, slot.kind, t.path);
+                let thread = t.thread.map_or(String::new(), |k| format!(" (thread {k})"));
+                let _ = writeln!(w, "trace             core {} tenant {} ({:?}): {}{thread}", slot.core, slot.tenant, slot.kind, t.path);
             }
             None => {
                 let _ = writeln!(
@@ -56,6 +57,18 @@ pub fn run_summary(r: &Report) -> String {
     }
     if r.workloads.iter().any(|s| s.trace.is_some()) {
         let _ = writeln!(w, "footprint         {:.2} MiB measured from the traces", mib(r.footprint_bytes));
+    }
+    let mut sampled: Vec<(&str, &crate::trace::meta::SampledRun)> = r.workloads.iter().filter_map(|s| s.trace.as_ref()).filter_map(|t| Some((t.path.as_str(), t.sampled.as_ref()?))).collect();
+    sampled.dedup_by_key(|s| s.0);
+    for (path, run) in sampled {
+        let _ = writeln!(
+            w,
+            "sampled trace     {path} holds {} (1/{:.1} of the instructions the program ran until the recording ended): the counts below cover the recorded windows; \
+             for that whole span multiply totals (references, instructions, cycles, seconds, migrations, energy) by about {:.1}; rates and ratios stand as they are",
+            run.sampling.describe(),
+            run.scale,
+            run.scale
+        );
     }
     if r.malformed_lines_skipped > 0 {
         let _ = writeln!(w, "malformed lines   {} skipped", r.malformed_lines_skipped);

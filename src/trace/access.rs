@@ -71,4 +71,10 @@ pub trait Source {
     fn malformed_skipped(&self) -> u64 {
         0
     }
+
+    /// The metadata block of a recorded native trace, once the reader has passed it
+    /// (it comes just before the end); `None` for every other source.
+    fn meta(&self) -> Option<&[u8]> {
+        None
+    }
 }

@@ -3,8 +3,9 @@
 //! [`PageSet`] keeps one 512-bit bitmap per 2 MiB region touched, in a hash map
 //! keyed by tenant and region, so it costs about 80 bytes per 2 MiB region — a few
 //! bits per page of a dense footprint, 80 bytes per page of the sparsest — and it
-//! counts 4 KiB and 2 MiB pages at once. The last region used is remembered, so
-//! runs of accesses within one region skip the hash lookup.
+//! counts 4 KiB and 2 MiB pages at once. The bitmaps of the last four regions
+//! used are kept at hand, so accesses that stay among a few regions (a program's
+//! stack, heap and data) skip the hash lookup.
 //!
 //! The engine needs a trace's footprint before it builds the machine (tier
 //! capacities may be given as a share of it). Native traces written by tiersim
@@ -13,6 +14,7 @@
 //! that took a trailer's word checks it against the records it reads
 //! ([`FootprintCheck`]).
 
+use super::meta::TraceMeta;
 use super::{native, open_reader, Access, OpenOptions};
 use crate::progress::Progress;
 use anyhow::{bail, Context, Result};
@@ -54,13 +56,26 @@ pub fn page_key(tenant: u16, vaddr: u64) -> u64 {
     (tenant as u64) << 48 | vaddr >> 12
 }
 
+/// Regions whose bitmaps [`PageSet`] keeps at hand.
+const RECENT: usize = 4;
+/// A key no region has (tenants have 16 bits above the 36-bit region number).
+const NO_REGION: u64 = u64::MAX;
+
 /// The distinct 4 KiB pages touched, per tenant.
-#[derive(Default)]
 pub struct PageSet {
     regions: IntMap<u64, [u64; 8]>,
-    last_key: u64,
-    last: [u64; 8],
-    has_last: bool,
+    /// The regions used last and their bitmaps, which live here (not in
+    /// `regions`) while they are at hand; replaced round robin.
+    keys: [u64; RECENT],
+    bits: [[u64; 8]; RECENT],
+    last: usize,
+    next: usize,
+}
+
+impl Default for PageSet {
+    fn default() -> PageSet {
+        PageSet { regions: IntMap::default(), keys: [NO_REGION; RECENT], bits: [[0; 8]; RECENT], last: 0, next: 0 }
+    }
 }
 
 impl PageSet {
@@ -73,28 +88,34 @@ impl PageSet {
     #[inline]
     pub fn add(&mut self, a: &Access) {
         let key = region_key(a.tenant, a.vaddr);
-        if !self.has_last || key != self.last_key {
-            self.switch(key);
+        if self.keys[self.last] != key {
+            self.last = self.slot(key);
         }
         let page = (a.vaddr >> 12) & 511;
-        self.last[(page >> 6) as usize] |= 1 << (page & 63);
+        self.bits[self.last][(page >> 6) as usize] |= 1 << (page & 63);
     }
 
-    /// Stores the cached region and loads region `key`.
-    fn switch(&mut self, key: u64) {
-        if self.has_last {
-            self.regions.insert(self.last_key, self.last);
+    /// The slot holding region `key`, loading it in place of the oldest if needed.
+    fn slot(&mut self, key: u64) -> usize {
+        if let Some(i) = self.keys.iter().position(|&k| k == key) {
+            return i;
         }
-        self.last = self.regions.get(&key).copied().unwrap_or([0; 8]);
-        self.last_key = key;
-        self.has_last = true;
+        let i = self.next;
+        self.next = (i + 1) % RECENT;
+        if self.keys[i] != NO_REGION {
+            self.regions.insert(self.keys[i], self.bits[i]);
+        }
+        self.bits[i] = self.regions.remove(&key).unwrap_or([0; 8]);
+        self.keys[i] = key;
+        i
     }
 
     /// Returns, for every tenant that touched memory, its 4 KiB and 2 MiB page counts,
     /// by tenant.
     pub fn per_tenant(&self) -> Vec<TenantPages> {
         let mut by: std::collections::BTreeMap<u16, TenantPages> = Default::default();
-        let mut count = |key: u64, bits: &[u64; 8]| {
+        let at_hand = self.keys.iter().zip(&self.bits).filter(|(&k, _)| k != NO_REGION);
+        for (&key, bits) in self.regions.iter().chain(at_hand) {
             let pages: u64 = bits.iter().map(|w| w.count_ones() as u64).sum();
             if pages > 0 {
                 let tenant = (key >> 48) as u16;
@@ -102,14 +123,6 @@ impl PageSet {
                 t.pages_4k += pages;
                 t.pages_2m += 1;
             }
-        };
-        for (&key, bits) in &self.regions {
-            if !(self.has_last && key == self.last_key) {
-                count(key, bits);
-            }
-        }
-        if self.has_last {
-            count(self.last_key, &self.last);
         }
         by.into_values().collect()
     }
@@ -134,6 +147,10 @@ pub struct TraceFacts {
     pub records: u64,
     /// Whether records carry their own tenant.
     pub record_tenants: bool,
+    /// Whether records carry their own core (threads recorded as cores).
+    pub record_cores: bool,
+    /// The metadata block of a recorded native trace.
+    pub meta: Option<TraceMeta>,
     /// Whether the facts come from a native trailer, unchecked against the records.
     pub from_trailer: bool,
     /// Something the user should know about the trace (an older format).
@@ -161,49 +178,189 @@ impl std::io::Read for Counted {
     }
 }
 
-/// Measures the trace at `path`, or its first `limit` records: from a native
-/// trace's trailer when it has one, the file can be seeked and the whole trace is
-/// wanted, otherwise with one streaming pass (shown on `progress`). A trace without
-/// a single record is an error.
-pub fn measure(path: &str, opts: &OpenOptions, limit: Option<u64>, progress: &Progress) -> Result<TraceFacts> {
-    if path != "-" {
-        if let Some(facts) = native::read_trailer(path)?.filter(|f| limit.is_none_or(|n| n >= f.records)) {
-            if facts.records == 0 {
-                bail!("{path}: the trace is empty: it holds no memory references");
+/// Measures the trace at `path`, or its first `limit` records (of each thread,
+/// with `opts.thread`): from a native trace's trailer when it has one, the file can be seeked
+/// and the whole trace is wanted, otherwise with one streaming pass (shown on
+/// `progress`). A trace (or thread) without a single record is an error.
+///
+/// With `opts.thread`, the facts are those of one thread: its records, and the
+/// pages of all the threads for the trace's first thread and none for the others,
+/// since the threads of a process share its address space (their footprint is the
+/// union of what they touch, counted once). Such facts are never marked
+/// `from_trailer`: one thread's records cannot confirm the whole trace's pages.
+pub fn measure(
+    path: &str,
+    opts: &OpenOptions,
+    limit: Option<u64>,
+    progress: &Progress,
+) -> Result<TraceFacts> {
+    let Some(thread) = opts.thread else {
+        if path != "-" {
+            if let Some(facts) =
+                native::read_trailer(path)?.filter(|f| limit.is_none_or(|n| n >= f.records))
+            {
+                if facts.records == 0 {
+                    bail!("{path}: the trace is empty: it holds no memory references");
+                }
+                return Ok(facts);
             }
-            return Ok(facts);
         }
-    }
-    let raw: Box<dyn std::io::Read> = if path == "-" {
-        Box::new(std::io::stdin().lock())
-    } else {
-        let file = std::fs::File::open(path).with_context(|| format!("{path}: cannot open"))?;
-        progress.footprint_pass(path, file.metadata().map_or(0, |m| m.len()));
-        Box::new(Counted { file, progress: progress.clone() })
+        let pass = Pass::run(path, opts, false, limit, progress)?;
+        let records = pass.per_core.iter().sum();
+        return Ok(TraceFacts {
+            tenants: pass.pages.per_tenant(),
+            records,
+            ..pass.facts
+        });
     };
-    let name = if path == "-" { "<stdin>" } else { path };
-    let mut opened = open_reader(raw, name, opts)?;
-    let mut source = super::take(opened.source, limit);
-    let mut set = PageSet::new();
-    let mut buf = Vec::with_capacity(4096);
-    let mut records = 0u64;
-    loop {
-        buf.clear();
-        source.fill(&mut buf, 4096)?;
-        if buf.is_empty() {
-            break;
-        }
-        records += buf.len() as u64;
-        for a in &buf {
-            set.add(a);
+    if path != "-" && limit.is_none() {
+        if let Some(facts) = native::read_trailer(path)? {
+            if let Some(meta) = facts.meta.as_ref().filter(|_| facts.record_cores) {
+                let records = meta
+                    .threads
+                    .iter()
+                    .find(|t| t.core == thread)
+                    .map_or(0, |t| t.records);
+                let first = meta.cores().first() == Some(&thread);
+                return thread_facts(
+                    path,
+                    thread,
+                    records,
+                    first,
+                    TraceFacts {
+                        from_trailer: false,
+                        ..facts
+                    },
+                );
+            }
         }
     }
+    let pass = Pass::run(
+        path,
+        &OpenOptions {
+            thread: None,
+            ..opts.clone()
+        },
+        true,
+        limit,
+        progress,
+    )?;
+    let records = pass.per_core.get(thread as usize).copied().unwrap_or(0);
+    let first = pass.per_core.iter().position(|&n| n > 0) == Some(thread as usize);
+    thread_facts(
+        path,
+        thread,
+        records,
+        first,
+        TraceFacts {
+            tenants: pass.pages.per_tenant(),
+            ..pass.facts
+        },
+    )
+}
+
+/// The facts of thread `thread` of a trace whose facts are `whole`.
+fn thread_facts(
+    path: &str,
+    thread: u16,
+    records: u64,
+    first: bool,
+    whole: TraceFacts,
+) -> Result<TraceFacts> {
     if records == 0 {
-        let skipped = source.malformed_skipped();
-        let why = if skipped > 0 { format!(" ({skipped} malformed lines skipped)") } else { String::new() };
-        bail!("{name}: the trace is empty: it holds no memory references{why}");
+        bail!("{path}: thread {thread} holds no memory references");
     }
-    Ok(TraceFacts { tenants: set.per_tenant(), records, record_tenants: opened.record_tenants, from_trailer: false, note: opened.notes.pop() })
+    Ok(TraceFacts {
+        tenants: if first { whole.tenants } else { Vec::new() },
+        records,
+        ..whole
+    })
+}
+
+/// One streaming pass over a trace, counting its records (per core when
+/// `per_thread`) and the pages of the first `limit` records (of each core).
+struct Pass {
+    per_core: Vec<u64>,
+    pages: PageSet,
+    /// Everything but the pages and records.
+    facts: TraceFacts,
+}
+
+impl Pass {
+    fn run(
+        path: &str,
+        opts: &OpenOptions,
+        per_thread: bool,
+        limit: Option<u64>,
+        progress: &Progress,
+    ) -> Result<Pass> {
+        let raw: Box<dyn std::io::Read> = if path == "-" {
+            Box::new(std::io::stdin().lock())
+        } else {
+            let file = std::fs::File::open(path).with_context(|| format!("{path}: cannot open"))?;
+            progress.footprint_pass(path, file.metadata().map_or(0, |m| m.len()));
+            Box::new(Counted {
+                file,
+                progress: progress.clone(),
+            })
+        };
+        let name = if path == "-" { "<stdin>" } else { path };
+        let mut opened = open_reader(raw, name, opts)?;
+        let limit = limit.unwrap_or(u64::MAX);
+        // Per thread, the limit applies to each thread, as each replays on its
+        // own core with its own `--refs`.
+        let per_thread = per_thread && opened.record_cores;
+        let mut per_core = vec![0u64; if per_thread { 1 << 16 } else { 1 }];
+        let mut pages = PageSet::new();
+        let mut buf = Vec::with_capacity(4096);
+        'read: loop {
+            buf.clear();
+            opened.source.fill(&mut buf, 4096)?;
+            if buf.is_empty() {
+                break;
+            }
+            for a in &buf {
+                let n = &mut per_core[if per_thread { a.core as usize } else { 0 }];
+                if *n == limit {
+                    if per_thread {
+                        continue;
+                    }
+                    break 'read;
+                }
+                *n += 1;
+                pages.add(a);
+            }
+        }
+        let total: u64 = per_core.iter().sum();
+        if total == 0 {
+            let skipped = opened.source.malformed_skipped();
+            let why = if skipped > 0 {
+                format!(" ({skipped} malformed lines skipped)")
+            } else {
+                String::new()
+            };
+            bail!("{name}: the trace is empty: it holds no memory references{why}");
+        }
+        let meta = opened
+            .source
+            .meta()
+            .map(|m| TraceMeta::parse(m, name))
+            .transpose()?;
+        let facts = TraceFacts {
+            tenants: Vec::new(),
+            records: 0,
+            record_tenants: opened.record_tenants,
+            record_cores: opened.record_cores,
+            meta,
+            from_trailer: false,
+            note: opened.notes.pop(),
+        };
+        Ok(Pass {
+            per_core,
+            pages,
+            facts,
+        })
+    }
 }
 
 /// Checks that the records a run reads touch the pages a native trailer promised
@@ -260,5 +417,74 @@ mod tests {
             s.per_tenant(),
             [TenantPages { tenant: 0, pages_4k: 3, pages_2m: 2 }, TenantPages { tenant: 1, pages_4k: 1, pages_2m: 1 }]
         );
+        // Six regions in turn, twice, two pages each: more regions than are kept at
+        // hand, so bitmaps go to the map and come back.
+        let mut s = PageSet::new();
+        for round in 0..2u64 {
+            for r in 0..6u64 {
+                s.add(&Access { vaddr: r << 21 | round << 12, ..Access::default() });
+            }
+        }
+        assert_eq!(s.per_tenant(), [TenantPages { tenant: 0, pages_4k: 12, pages_2m: 6 }]);
+    }
+
+    #[test]
+    fn threads_are_measured_alone_with_the_pages_of_all_counted_once() {
+        use crate::trace::native::NativeWriter;
+        // Thread 0 touches pages 0..10, thread 1 pages 5..20 (one record each, 3
+        // rounds): 20 distinct pages, 30 and 45 records.
+        let path =
+            std::env::temp_dir().join(format!("tiersim-fp-threads-{}.tsim", std::process::id()));
+        let mut w = NativeWriter::new(std::fs::File::create(&path).unwrap(), true, false).unwrap();
+        for _ in 0..3 {
+            for (core, pages) in [(0u16, 0..10u64), (1, 5..20)] {
+                for p in pages {
+                    w.push(&Access {
+                        core,
+                        ..Access::read(0x100_0000 + (p << 12), 8, 1)
+                    })
+                    .unwrap();
+                }
+            }
+        }
+        w.finish().unwrap();
+        let path = path.to_str().unwrap();
+        let quiet = Progress::default();
+        let at = |thread, limit| {
+            let f = measure(
+                path,
+                &OpenOptions {
+                    thread: Some(thread),
+                    ..OpenOptions::default()
+                },
+                limit,
+                &quiet,
+            )
+            .unwrap();
+            (
+                f.records,
+                f.tenants.iter().map(|t| t.pages_4k).sum::<u64>(),
+                f.from_trailer,
+            )
+        };
+        // The whole trace: the first thread carries the union of the pages.
+        assert_eq!(at(0, None), (30, 20, false));
+        assert_eq!(at(1, None), (45, 0, false));
+        // The first 12 records of each thread: pages 0..10 and 5..17 → 17 pages.
+        assert_eq!(at(0, Some(12)), (10 + 2, 17, false));
+        assert_eq!(at(1, Some(12)), (12, 0, false));
+        let e = measure(
+            path,
+            &OpenOptions {
+                thread: Some(7),
+                ..OpenOptions::default()
+            },
+            None,
+            &quiet,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.ends_with("thread 7 holds no memory references"), "{e}");
+        std::fs::remove_file(path).ok();
     }
 }

@@ -20,6 +20,7 @@
 //! trace's and the current interval's).
 
 use super::footprint::{page_key, IntMap};
+use super::meta::{SampledRun, TraceMeta};
 use super::Source;
 use anyhow::Result;
 use serde::Serialize;
@@ -95,6 +96,10 @@ pub struct Inspection {
     pub whole: HotStats,
     pub intervals: Vec<HotStats>,
     pub malformed_skipped: u64,
+    /// The part of the program's run the trace holds, when not all of it (from a
+    /// recorded trace's metadata).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<SampledRun>,
 }
 
 /// Computes the hot-page statistics of `pages` (page key → counts).
@@ -186,6 +191,7 @@ pub fn inspect(source: &mut dyn Source, interval: u64) -> Result<Inspection> {
     r.whole = hot_stats(&all, 0, r.references);
     r.cdf = cdf(&all, r.references);
     r.malformed_skipped = source.malformed_skipped();
+    r.sampled = source.meta().map(|m| TraceMeta::parse(m, "trace")).transpose()?.and_then(|m| m.sampled_run());
     Ok(r)
 }
 
@@ -222,6 +228,16 @@ pub fn table(r: &Inspection) -> String {
     let _ = writeln!(s, "page domains      {} read-domain, {} write-domain (memos §3.1: 2·writes ≥ reads)", r.whole.read_domain_pages, r.whole.write_domain_pages);
     if r.malformed_skipped > 0 {
         let _ = writeln!(s, "malformed lines   {} skipped", r.malformed_skipped);
+    }
+    if let Some(run) = &r.sampled {
+        let _ = writeln!(
+            s,
+            "sampled           {} (1/{:.1} of the instructions the program ran until the recording ended): the figures here cover the recorded windows; that whole span has about {:.0} references and {:.0} instructions",
+            run.sampling.describe(),
+            run.scale,
+            r.references as f64 * run.scale,
+            r.instructions as f64 * run.scale
+        );
     }
     let _ = writeln!(s, "\nreferences per 4 KiB page (CDF)");
     let _ = writeln!(s, "  {:>10}  {:>8}  {:>10}", "refs <=", "pages", "references");

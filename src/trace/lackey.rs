@@ -9,23 +9,15 @@
 //! `--PID--` for warnings) and are skipped, as are `SB` lines of
 //! `--trace-superblocks`.
 //!
-//! How lines become accesses:
-//! - `I` lines count instructions: an access's `instrs` is the number of
-//!   instructions since the previous access, without the one making it.
-//! - `M` is a read then a write of the same bytes.
-//! - An access that crosses a 64-byte line becomes one access per line touched.
-//! - Lackey traces a `rep movs`/`stos`/`lods`/`cmps`/`scas` as that many executions
-//!   of one instruction, one byte (or word) each: the same `I` line again and again,
-//!   each followed by the same pattern of accesses at addresses one size further
-//!   on. Such a run is merged into one access per 64-byte line per stream (a
-//!   `rep movsb` of 4 KiB is 64 line reads and 64 line writes, not 8192 one-byte
-//!   accesses) and counts as one instruction, as the hardware retires it.
-//!
-//! To see whether an instruction continues a run, its accesses are held until the
-//! next `I` line; the reader keeps at most one instruction and one run in hand.
+//! Lines become accesses through [`Runs`]: each `I` line is an instruction
+//! execution, `L` and `S` its accesses, `M` a read then a write of the same bytes.
+//! Lackey traces a `rep` string instruction as that many executions of one
+//! instruction (the same `I` line again and again, each followed by accesses one
+//! element further on), which `Runs` merges into line-sized accesses.
 
 use super::text::{self, Lines};
-use super::{keep_at_most, push_split, take_spill, Access, Source, LINE_BYTES, VA_LIMIT, WRITE};
+use super::runs::Runs;
+use super::{keep_at_most, take_spill, Access, Source, VA_LIMIT, WRITE};
 use anyhow::Result;
 use std::io::Read;
 
@@ -79,82 +71,11 @@ pub fn line_is_valid(line: &[u8]) -> bool {
     parse(line).is_ok()
 }
 
-/// One stream of a run: the bytes accessed so far in the current 64-byte line.
-#[derive(Clone, Copy, Debug, Default)]
-struct Stream {
-    flags: u8,
-    size: u64,
-    /// Address of the stream's last access.
-    last: u64,
-    /// Bytes `[lo, hi)` of the current line accessed and not yet emitted.
-    lo: u64,
-    hi: u64,
-}
-
-impl Stream {
-    /// Adds bytes `[a, a + size)`, emitting the current piece when they leave its line.
-    #[inline]
-    fn extend(&mut self, a: u64, size: u64, instrs: &mut u32, out: &mut Vec<Access>) {
-        let end = a + size;
-        let mut c = a;
-        while c < end {
-            let line_end = (c | (LINE_BYTES - 1)) + 1;
-            let c1 = line_end.min(end);
-            if c >> 6 == self.lo >> 6 {
-                self.lo = self.lo.min(c);
-                self.hi = self.hi.max(c1);
-            } else {
-                self.emit(instrs, out);
-                self.lo = c;
-                self.hi = c1;
-            }
-            c = c1;
-        }
-        self.last = a;
-    }
-
-    #[inline]
-    fn emit(&self, instrs: &mut u32, out: &mut Vec<Access>) {
-        if self.hi > self.lo {
-            out.push(Access { vaddr: self.lo, instrs: *instrs, core: 0, tenant: 0, size: (self.hi - self.lo) as u8, flags: self.flags });
-            *instrs = 0;
-        }
-    }
-}
-
-/// Accesses of one execution of an instruction, or a run of repeated executions.
-#[derive(Clone, Copy, Debug, Default)]
-struct Run {
-    /// The instruction's `I` line (address, size).
-    ip: (u64, u64),
-    streams: [Stream; 2],
-    n: usize,
-    /// Direction of the run once known: +1 up, -1 down, 0 unknown (one execution).
-    dir: i8,
-    /// Instructions before the run, for its first emitted access.
-    instrs: u32,
-    active: bool,
-}
-
-/// The accesses of the instruction being read, held until its end.
-#[derive(Clone, Copy, Debug, Default)]
-struct Held {
-    ip: Option<(u64, u64)>,
-    acc: [(u8, u64, u64); 2],
-    n: usize,
-    /// The instruction has already been emitted access by access (it made a modify
-    /// or more than two accesses, so it cannot be part of a run).
-    direct: bool,
-}
-
 /// Streaming reader of a lackey trace.
 pub struct LackeyReader {
     lines: Lines,
     spill: Vec<Access>,
-    /// Instructions since the last emitted access, the held one included.
-    pending: u64,
-    held: Held,
-    run: Run,
+    runs: Runs,
     done: bool,
 }
 
@@ -162,140 +83,7 @@ impl LackeyReader {
     /// Reads the lackey output `src` (named `name` in messages), failing at the
     /// first malformed line unless `skip_malformed`.
     pub fn new(src: Box<dyn Read>, name: String, skip_malformed: bool) -> LackeyReader {
-        LackeyReader {
-            lines: Lines::new(src, name, skip_malformed),
-            spill: Vec::new(),
-            pending: 0,
-            held: Held::default(),
-            run: Run::default(),
-            done: false,
-        }
-    }
-
-    /// Takes the instruction count for the first access of the held instruction.
-    #[inline]
-    fn take_instrs(&mut self) -> u32 {
-        let n = self.pending.saturating_sub(1).min(u32::MAX as u64) as u32;
-        self.pending = 0;
-        n
-    }
-
-    /// Emits what remains of the run.
-    #[inline]
-    fn flush_run(&mut self, out: &mut Vec<Access>) {
-        if self.run.active {
-            let r = &mut self.run;
-            for k in 0..r.n {
-                let s = r.streams[k];
-                s.emit(&mut r.instrs, out);
-            }
-            r.active = false;
-        }
-    }
-
-    /// Whether the instruction `h` repeats the run one step further on.
-    #[inline]
-    fn continues_run(&self, h: &Held) -> bool {
-        let r = &self.run;
-        if !r.active || h.ip != Some(r.ip) || h.n != r.n {
-            return false;
-        }
-        let mut dir = r.dir;
-        for k in 0..h.n {
-            let (flags, addr, size) = h.acc[k];
-            let s = &r.streams[k];
-            if flags != s.flags || size != s.size {
-                return false;
-            }
-            let step = if addr == s.last.wrapping_add(size) {
-                1
-            } else if addr.wrapping_add(size) == s.last {
-                -1
-            } else {
-                return false;
-            };
-            if dir != 0 && dir != step {
-                return false;
-            }
-            dir = step;
-        }
-        true
-    }
-
-    /// Ends the held instruction: extends the run, or flushes it and starts a new one.
-    fn end_instruction(&mut self, out: &mut Vec<Access>) {
-        let h = self.held;
-        self.held = Held::default();
-        if h.direct {
-            return;
-        }
-        if h.n == 0 {
-            // A repeated `I` line with no access is a `rep` instruction's final
-            // count check: part of the run, not another instruction.
-            if self.run.active && h.ip == Some(self.run.ip) {
-                self.pending = self.pending.saturating_sub(1);
-            } else {
-                self.flush_run(out);
-            }
-            return;
-        }
-        if self.continues_run(&h) {
-            self.pending = self.pending.saturating_sub(1);
-            let r = &mut self.run;
-            for k in 0..h.n {
-                let (_, addr, size) = h.acc[k];
-                r.dir = if addr > r.streams[k].last { 1 } else { -1 };
-                r.streams[k].extend(addr, size, &mut r.instrs, out);
-            }
-        } else {
-            self.flush_run(out);
-            let instrs = self.take_instrs();
-            let mut run = Run { ip: h.ip.unwrap_or((u64::MAX, 0)), n: h.n, dir: 0, instrs, active: true, ..Run::default() };
-            for k in 0..h.n {
-                let (flags, addr, size) = h.acc[k];
-                let first_end = ((addr | (LINE_BYTES - 1)) + 1).min(addr + size);
-                let s = &mut run.streams[k];
-                *s = Stream { flags, size, last: addr, lo: addr, hi: first_end };
-                if first_end < addr + size {
-                    s.extend(first_end, addr + size - first_end, &mut run.instrs, out);
-                    s.last = addr;
-                }
-            }
-            self.run = run;
-        }
-    }
-
-    /// Emits the held accesses and switches the held instruction to direct mode.
-    fn go_direct(&mut self, out: &mut Vec<Access>) {
-        self.flush_run(out);
-        if self.held.n == 0 {
-            // Nothing held: the pending instruction count goes to the next access.
-            self.held.direct = true;
-            return;
-        }
-        let mut instrs = self.take_instrs();
-        for k in 0..self.held.n {
-            let (flags, addr, size) = self.held.acc[k];
-            push_split(out, Access { instrs, flags, ..Access::default() }, addr, size);
-            instrs = 0;
-        }
-        self.held.n = 0;
-        self.held.direct = true;
-    }
-
-    /// Handles one data access of the held instruction.
-    #[inline]
-    fn access(&mut self, flags: u8, addr: u64, size: u64, out: &mut Vec<Access>) {
-        if !self.held.direct && self.held.n < 2 {
-            self.held.acc[self.held.n] = (flags, addr, size);
-            self.held.n += 1;
-            return;
-        }
-        if !self.held.direct {
-            self.go_direct(out);
-        }
-        let instrs = self.take_instrs();
-        push_split(out, Access { instrs, flags, ..Access::default() }, addr, size);
+        LackeyReader { lines: Lines::new(src, name, skip_malformed), spill: Vec::new(), runs: Runs::new(), done: false }
     }
 }
 
@@ -306,8 +94,7 @@ impl Source for LackeyReader {
             let line = match self.lines.reader.next_line() {
                 Ok(Some(l)) => l,
                 Ok(None) => {
-                    self.end_instruction(out);
-                    self.flush_run(out);
+                    self.runs.finish(out);
                     self.done = true;
                     break;
                 }
@@ -315,21 +102,10 @@ impl Source for LackeyReader {
             };
             self.lines.line_no += 1;
             match parse(line) {
-                Ok(Line::Instr { addr, size }) => {
-                    self.end_instruction(out);
-                    self.pending += 1;
-                    self.held.ip = Some((addr, size));
-                }
-                Ok(Line::Load { addr, size }) => self.access(0, addr, size, out),
-                Ok(Line::Store { addr, size }) => self.access(WRITE, addr, size, out),
-                Ok(Line::Modify { addr, size }) => {
-                    if !self.held.direct {
-                        self.go_direct(out);
-                    }
-                    let instrs = self.take_instrs();
-                    push_split(out, Access { instrs, ..Access::default() }, addr, size);
-                    push_split(out, Access { flags: WRITE, ..Access::default() }, addr, size);
-                }
+                Ok(Line::Instr { addr, size }) => self.runs.instruction((addr, size), out),
+                Ok(Line::Load { addr, size }) => self.runs.access(0, addr, size, out),
+                Ok(Line::Store { addr, size }) => self.runs.access(WRITE, addr, size, out),
+                Ok(Line::Modify { addr, size }) => self.runs.modify(addr, size, out),
                 Ok(Line::Skip) => {}
                 Err(msg) => {
                     let line = line.to_vec();

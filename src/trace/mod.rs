@@ -17,6 +17,12 @@
 //! skipped. A truncated or corrupt compressed stream is an error, never a quiet
 //! early end. Addresses at or above 2^57 (beyond 5-level paging) are rejected.
 //!
+//! # Recording
+//! [`record`] runs a program under QEMU with tiersim's plugin or under valgrind
+//! lackey and writes the native format as it runs; [`threads`] replays each thread
+//! of such a trace on a core of its own, and [`window`] keeps windows of a long
+//! run (`docs/recording.md`).
+//!
 //! The formats and their sources are documented in `docs/trace-formats.md`; the
 //! native format in `docs/trace-format.md`.
 
@@ -27,10 +33,15 @@ pub mod detect;
 pub mod footprint;
 pub mod inspect;
 pub mod lackey;
+pub mod meta;
 pub mod native;
 pub mod pin;
 pub mod ramulator;
+pub mod record;
+pub mod runs;
 pub mod text;
+pub mod threads;
+pub mod window;
 
 pub use access::{Access, Source, DEPENDENT, WRITE};
 
@@ -115,6 +126,9 @@ pub struct OpenOptions {
     pub format: Option<Format>,
     /// Skip malformed text lines (counting them) instead of failing.
     pub skip_malformed: bool,
+    /// Only the records of this core (one thread of a trace recorded with threads
+    /// as cores); `None` for all of them.
+    pub thread: Option<u16>,
 }
 
 /// An opened trace: its reader and what was learnt while opening it.
@@ -133,6 +147,9 @@ pub struct Opened {
     /// What the user should know about the trace (a native trace in an older
     /// version), to print as notes.
     pub notes: Vec<String>,
+    /// Whether the trace ends with a metadata block (recorded native traces), which
+    /// [`Source::meta`] gives once the reader has passed it.
+    pub meta: bool,
 }
 
 /// Opens the trace at `path` (`-` is standard input) as a source of accesses.
@@ -155,13 +172,25 @@ fn open_input(input: decompress::Input, opts: &OpenOptions) -> Result<Opened> {
         }
     };
     let name = input.name.clone();
+    let label = input.name.clone();
     let compression = input.compression;
     let skip = opts.skip_malformed;
     let opened = match format {
         Format::Native => {
             let r = native::NativeReader::new(input.reader, name)?;
-            let (record_tenants, record_cores, notes) = (r.record_tenants(), r.record_cores(), r.note().into_iter().collect());
-            return Ok(Opened { source: Box::new(r), format, compression, record_tenants, record_cores, notes });
+            let (record_tenants, record_cores, meta) =
+                (r.record_tenants(), r.record_cores(), r.has_meta());
+            let notes = r.note().into_iter().collect();
+            let source = threads::only(Box::new(r), &label, record_cores, opts.thread)?;
+            return Ok(Opened {
+                source,
+                format,
+                compression,
+                record_tenants,
+                record_cores,
+                notes,
+                meta,
+            });
         }
         Format::Lackey => Box::new(lackey::LackeyReader::new(input.reader, name, skip)) as Box<dyn Source>,
         Format::Pin => Box::new(pin::PinReader::new(input.reader, name, skip)),
@@ -170,7 +199,16 @@ fn open_input(input: decompress::Input, opts: &OpenOptions) -> Result<Opened> {
         Format::RamulatorDram => Box::new(ramulator::RamulatorReader::new(input.reader, name, skip, ramulator::Kind::Dram)),
         Format::Ramulator2 => Box::new(ramulator::RamulatorReader::new(input.reader, name, skip, ramulator::Kind::LoadStore)),
     };
-    Ok(Opened { source: opened, format, compression, record_tenants: false, record_cores: false, notes: Vec::new() })
+    let opened = threads::only(opened, &label, false, opts.thread)?;
+    Ok(Opened {
+        source: opened,
+        format,
+        compression,
+        record_tenants: false,
+        record_cores: false,
+        notes: Vec::new(),
+        meta: false,
+    })
 }
 
 /// A source that ends after the first `left` records of another (`--refs N` on a
@@ -195,6 +233,10 @@ impl Source for Take {
 
     fn malformed_skipped(&self) -> u64 {
         self.inner.malformed_skipped()
+    }
+
+    fn meta(&self) -> Option<&[u8]> {
+        self.inner.meta()
     }
 }
 
@@ -272,11 +314,11 @@ mod tests {
     }
 
     fn read_bytes(bytes: &[u8], format: Option<Format>) {
-        let opts = OpenOptions { format, skip_malformed: false };
+        let opts = OpenOptions { format, skip_malformed: false, thread: None };
         if let Ok(mut o) = open_reader(Box::new(std::io::Cursor::new(bytes.to_vec())), "p", &opts) {
             let _ = drain(&mut o);
         }
-        let skip = OpenOptions { format, skip_malformed: true };
+        let skip = OpenOptions { format, skip_malformed: true, thread: None };
         if let Ok(mut o) = open_reader(Box::new(std::io::Cursor::new(bytes.to_vec())), "p", &skip) {
             let _ = drain(&mut o);
         }

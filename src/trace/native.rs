@@ -22,12 +22,19 @@
 //! the tail had no CRC); it is still read, with those bytes checked to be 0, and
 //! [`NativeReader::note`] says so.
 //!
+//! A trace whose header has [`FLAG_META`] (version 2) carries a metadata block (`M`)
+//! right before its trailer: opaque bytes (JSON, see [`super::meta`]) in a zstd
+//! frame, a CRC-32 of the block, and the block's own offset, so that
+//! [`read_trailer`] finds it by seeking back from the trailer. Recorders write it
+//! with what they learn only at the end (records per thread, the sampling of the run).
+//!
 //! Records are encoded relative to the previous record of the same block: one
 //! header byte (write and dependent flags; whether size, instruction count, core
 //! and tenant follow or repeat), then the address as a zigzag varint delta and
 //! whichever fields changed. Typical traces take 2–4 bytes per record before zstd.
 
 use super::footprint::{PageSet, TenantPages, TraceFacts};
+use super::meta::TraceMeta;
 use super::{Access, Source, LINE_BYTES, VA_LIMIT};
 use anyhow::{anyhow, bail, Context, Result};
 use std::fs::File;
@@ -45,6 +52,10 @@ pub const OLDEST_VERSION: u16 = 1;
 pub const FLAG_CORE: u16 = 1;
 /// Header flag: records carry a tenant field.
 pub const FLAG_TENANT: u16 = 2;
+/// Header flag: a metadata block precedes the trailer.
+pub const FLAG_META: u16 = 4;
+/// Largest metadata a reader accepts (decompressed).
+const MAX_META_BYTES: usize = 1 << 20;
 /// Records per block.
 pub const BLOCK_RECORDS: usize = 65536;
 /// zstd level: level 3 is zstd's default, fast to write and read.
@@ -115,13 +126,23 @@ pub struct NativeWriter<W: Write> {
     offset: u64,
     records: u64,
     pages: PageSet,
+    meta: Option<Vec<u8>>,
 }
 
 impl<W: Write> NativeWriter<W> {
     /// Starts a trace whose records carry a core field if `cores` and a tenant
     /// field if `tenants` (otherwise every record reads back as core 0, tenant 0).
-    pub fn new(mut out: W, cores: bool, tenants: bool) -> Result<NativeWriter<W>> {
-        let flags = if cores { FLAG_CORE } else { 0 } | if tenants { FLAG_TENANT } else { 0 };
+    pub fn new(out: W, cores: bool, tenants: bool) -> Result<NativeWriter<W>> {
+        NativeWriter::start(out, if cores { FLAG_CORE } else { 0 } | if tenants { FLAG_TENANT } else { 0 })
+    }
+
+    /// Starts a trace like [`NativeWriter::new`] that ends with a metadata block,
+    /// given with [`NativeWriter::set_meta`] before [`NativeWriter::finish`].
+    pub fn with_meta(out: W, cores: bool, tenants: bool) -> Result<NativeWriter<W>> {
+        NativeWriter::start(out, FLAG_META | if cores { FLAG_CORE } else { 0 } | if tenants { FLAG_TENANT } else { 0 })
+    }
+
+    fn start(mut out: W, flags: u16) -> Result<NativeWriter<W>> {
         let mut header = Vec::with_capacity(16);
         header.extend_from_slice(&MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
@@ -141,7 +162,14 @@ impl<W: Write> NativeWriter<W> {
             offset: 16,
             records: 0,
             pages: PageSet::new(),
+            meta: None,
         })
+    }
+
+    /// Sets the metadata written before the trailer (a writer made with
+    /// [`NativeWriter::with_meta`]).
+    pub fn set_meta(&mut self, meta: Vec<u8>) {
+        self.meta = Some(meta);
     }
 
     /// Appends one record. Its size must be 1–64 bytes within one 64-byte line and
@@ -217,9 +245,31 @@ impl<W: Write> NativeWriter<W> {
         Ok(())
     }
 
-    /// Writes the last block and the trailer, and returns what the trace holds.
+    /// Writes the records still held as a last block, but no trailer: for a
+    /// recording that did not end cleanly, which every reader then reports as
+    /// truncated after its complete blocks.
+    pub fn abandon(mut self) -> Result<()> {
+        self.flush_block()?;
+        self.out.flush()?;
+        Ok(())
+    }
+
+    /// Writes the last block, the metadata block if the header announced one, and
+    /// the trailer, and returns what the trace holds.
     pub fn finish(mut self) -> Result<Written> {
         self.flush_block()?;
+        if self.flags & FLAG_META != 0 {
+            let meta = self.meta.take().ok_or_else(|| anyhow!("native writer: the header announces metadata that was never set"))?;
+            let z = self.comp.compress(&meta)?;
+            let mut m = Vec::with_capacity(z.len() + 17);
+            m.push(b'M');
+            m.extend_from_slice(&(z.len() as u32).to_le_bytes());
+            m.extend_from_slice(&z);
+            m.extend_from_slice(&crc32(&m).to_le_bytes());
+            m.extend_from_slice(&self.offset.to_le_bytes());
+            self.out.write_all(&m)?;
+            self.offset += m.len() as u64;
+        }
         let tenants = self.pages.per_tenant();
         let mut t = Vec::new();
         t.push(b'E');
@@ -274,7 +324,9 @@ fn parse_header(h: &[u8; 16], name: &str) -> Result<(u16, u16)> {
         v => bail!("{name}: native trace version {v}; this tiersim reads versions {OLDEST_VERSION} to {VERSION}"),
     }
     let flags = u16::from_le_bytes([h[10], h[11]]);
-    if flags & !(FLAG_CORE | FLAG_TENANT) != 0 {
+    if flags & !(FLAG_CORE | FLAG_TENANT | FLAG_META) != 0
+        || (version == 1 && flags & FLAG_META != 0)
+    {
         bail!("{name}: corrupt header: unknown flags {flags:#x}");
     }
     Ok((version, flags))
@@ -316,6 +368,7 @@ pub struct NativeReader {
     records: u64,
     done: bool,
     dec: zstd::bulk::Decompressor<'static>,
+    meta: Option<Vec<u8>>,
 }
 
 impl NativeReader {
@@ -341,8 +394,10 @@ impl NativeReader {
             records: 0,
             done: false,
             dec: zstd::bulk::Decompressor::new()?,
+            meta: None,
         })
     }
+
 
     /// Whether records carry their own tenant (the header's tenant flag).
     pub fn record_tenants(&self) -> bool {
@@ -358,6 +413,11 @@ impl NativeReader {
     /// without checksums.
     pub fn note(&self) -> Option<String> {
         (self.version < VERSION).then(|| legacy_note(&self.name))
+    }
+
+    /// Whether the trace ends with a metadata block (the header's metadata flag).
+    pub fn has_meta(&self) -> bool {
+        self.flags & FLAG_META != 0
     }
 
     fn corrupt(&self, what: &str) -> anyhow::Error {
@@ -407,18 +467,60 @@ impl NativeReader {
                 self.consumed += 13 + z_len as u64;
                 Ok(true)
             }
-            b'E' => {
-                let mut t = vec![b'E'];
-                (&mut self.src).take(MAX_TRAILER as u64).read_to_end(&mut t).map_err(|e| anyhow!("{}: {e}", self.name))?;
-                let trailer =
-                    parse_trailer(&t, self.version, self.consumed).map_err(|why| anyhow!("{}: corrupt trailer: {why}", self.name))?;
-                if trailer.records != self.records {
-                    bail!("{}: the trailer counts {} records, the blocks hold {}", self.name, trailer.records, self.records);
+            b'M' if self.has_meta() && self.meta.is_none() => {
+                let mut len = [0u8; 4];
+                if !read_full(&mut self.src, &mut len).unwrap_or(false) {
+                    return Err(truncated(self.blocks, self.records, &self.name));
                 }
-                Ok(false)
+                let z_len = u32::from_le_bytes(len) as usize;
+                if z_len > MAX_META_BYTES {
+                    return Err(anyhow!(
+                        "{}: corrupt metadata block: impossible length",
+                        self.name
+                    ));
+                }
+                let mut block = vec![b'M'];
+                block.extend_from_slice(&len);
+                block.resize(5 + z_len + 12, 0);
+                if !read_full(&mut self.src, &mut block[5..]).unwrap_or(false) {
+                    return Err(truncated(self.blocks, self.records, &self.name));
+                }
+                let meta = meta_block(&block, self.consumed)
+                    .map_err(|why| anyhow!("{}: corrupt metadata block: {why}", self.name))?;
+                self.meta = Some(
+                    self.dec
+                        .decompress(meta, MAX_META_BYTES)
+                        .map_err(|e| anyhow!("{}: corrupt metadata block: {e}", self.name))?,
+                );
+                self.consumed += block.len() as u64;
+                match read_full(&mut self.src, &mut tag) {
+                    Ok(true) if tag[0] == b'E' => self.read_trailer_tag(),
+                    Ok(true) => Err(anyhow!("{}: corrupt: the metadata block is not followed by the trailer", self.name)),
+                    Ok(false) | Err(_) => Err(truncated(self.blocks, self.records, &self.name)),
+                }
             }
+            b'E' if self.has_meta() && self.meta.is_none() => Err(anyhow!(
+                "{}: corrupt: the header announces a metadata block that is missing",
+                self.name
+            )),
+            b'E' => self.read_trailer_tag(),
             other => Err(self.corrupt(&format!("unknown block tag {other:#04x}"))),
         }
+    }
+
+    /// Reads and checks the trailer after its `E` tag; false (the end).
+    fn read_trailer_tag(&mut self) -> Result<bool> {
+        let mut t = vec![b'E'];
+        (&mut self.src)
+            .take(MAX_TRAILER as u64)
+            .read_to_end(&mut t)
+            .map_err(|e| anyhow!("{}: {e}", self.name))?;
+        let trailer = parse_trailer(&t, self.version, self.consumed)
+            .map_err(|why| anyhow!("{}: corrupt trailer: {why}", self.name))?;
+        if trailer.records != self.records {
+            bail!("{}: the trailer counts {} records, the blocks hold {}", self.name, trailer.records, self.records);
+        }
+        Ok(false)
     }
 
     /// Decodes one record at `pos`.
@@ -511,6 +613,10 @@ impl Source for NativeReader {
             self.records += n as u64;
         }
         Ok(())
+    }
+
+    fn meta(&self) -> Option<&[u8]> {
+        self.meta.as_deref()
     }
 }
 
@@ -617,6 +723,48 @@ fn parse_trailer(t: &[u8], version: u16, at: u64) -> std::result::Result<Trailer
     Ok(Trailer { records: u64_at(1), tenants })
 }
 
+/// Checks a whole metadata block `b` (tag, length, zstd frame, CRC-32, offset) that
+/// starts at byte `at` of the file; returns its zstd frame.
+fn meta_block(b: &[u8], at: u64) -> std::result::Result<&[u8], &'static str> {
+    let n = b.len();
+    if n < 17 || u32::from_le_bytes(b[1..5].try_into().expect("4 bytes")) as usize != n - 17 {
+        return Err("its length does not match");
+    }
+    if crc32(&b[..n - 12]) != u32::from_le_bytes(b[n - 12..n - 8].try_into().expect("4 bytes")) {
+        return Err("checksum mismatch");
+    }
+    if u64::from_le_bytes(b[n - 8..].try_into().expect("8 bytes")) != at {
+        return Err("its offset field does not point at it");
+    }
+    Ok(&b[5..n - 12])
+}
+
+/// Reads the metadata block that ends at `end` (the trailer's offset), found by the
+/// offset it ends with.
+fn meta_before(f: &mut File, end: u64, path: &str) -> Result<Vec<u8>> {
+    let corrupt = |why: &str| anyhow!("{path}: corrupt metadata block: {why}");
+    let mut word = [0u8; 8];
+    f.seek(SeekFrom::Start(
+        end.checked_sub(8).ok_or_else(|| corrupt("missing"))?,
+    ))?;
+    f.read_exact(&mut word)?;
+    let start = u64::from_le_bytes(word);
+    let len = end
+        .checked_sub(start)
+        .filter(|&l| (17..=17 + MAX_META_BYTES as u64).contains(&l))
+        .ok_or_else(|| corrupt("missing or impossible offset"))?;
+    let mut block = vec![0u8; len as usize];
+    f.seek(SeekFrom::Start(start))?;
+    f.read_exact(&mut block)?;
+    if block[0] != b'M' {
+        return Err(corrupt("missing"));
+    }
+    let z = meta_block(&block, start).map_err(corrupt)?;
+    zstd::bulk::Decompressor::new()?
+        .decompress(z, MAX_META_BYTES)
+        .map_err(|e| corrupt(&e.to_string()))
+}
+
 /// Reads the facts in the trailer of the native trace at `path` without reading
 /// its blocks. `Ok(None)` if the file is not an uncompressed native trace.
 pub fn read_trailer(path: &str) -> Result<Option<TraceFacts>> {
@@ -650,10 +798,16 @@ pub fn read_trailer(path: &str) -> Result<Option<TraceFacts>> {
         return Err(corrupt("its offset field does not point at it"));
     }
     let trailer = parse_trailer(&t, version, offset).map_err(corrupt)?;
+    let meta = match flags & FLAG_META {
+        0 => None,
+        _ => Some(TraceMeta::parse(&meta_before(&mut f, offset, path)?, path)?),
+    };
     Ok(Some(TraceFacts {
         tenants: trailer.tenants,
         records: trailer.records,
         record_tenants: flags & FLAG_TENANT != 0,
+        record_cores: flags & FLAG_CORE != 0,
+        meta,
         from_trailer: true,
         note: (version < VERSION).then(|| legacy_note(path)),
     }))
@@ -727,5 +881,81 @@ mod tests {
         let mut bad = bytes.clone();
         bad[1000] ^= 0x55;
         assert!(decode(bad, 4096).is_err());
+    }
+
+    #[test]
+    fn metadata_is_found_by_streaming_and_by_seeking() {
+        let recs = sample(70_000);
+        let mut bytes = Vec::new();
+        let mut w = NativeWriter::with_meta(&mut bytes, true, false).unwrap();
+        for a in &recs {
+            w.push(a).unwrap();
+        }
+        let meta = br#"{"recorder":"t","program":["p"],"threads":[]}"#.to_vec();
+        w.set_meta(meta.clone());
+        w.finish().unwrap();
+        let mut r = NativeReader::new(Box::new(io::Cursor::new(bytes.clone())), "n".into()).unwrap();
+        let mut buf = Vec::new();
+        while {
+            buf.clear();
+            r.fill(&mut buf, 4096).unwrap();
+            !buf.is_empty()
+        } {}
+        assert_eq!(r.meta(), Some(&meta[..]));
+        let path = std::env::temp_dir().join(format!("tiersim-meta-{}.tsim", std::process::id()));
+        std::fs::write(&path, &bytes).unwrap();
+        let facts = read_trailer(path.to_str().unwrap()).unwrap().unwrap();
+        assert_eq!(
+            (
+                facts.records,
+                facts.record_cores,
+                facts.meta.unwrap().recorder.as_str()
+            ),
+            (70_000, true, "t")
+        );
+        // A header that announces metadata the stream lacks is corrupt (even with a
+        // header checksum that matches).
+        let mut plain = encode(&recs[..10], true, false);
+        plain[10] |= FLAG_META as u8;
+        let crc = crc32(&plain[..12]).to_le_bytes();
+        plain[12..16].copy_from_slice(&crc);
+        assert!(decode(plain, 100)
+            .unwrap_err()
+            .to_string()
+            .contains("metadata block that is missing"));
+        // Every byte of the metadata block is covered: a flipped one is an error.
+        // The trailer of one tenant is 13 + 18 + 20 bytes; the block ends there.
+        let end = bytes.len() - (13 + 18 + 20);
+        let m = (0..end)
+            .rev()
+            .find(|&i| {
+                bytes[i] == b'M'
+                    && u32::from_le_bytes(bytes[i + 1..i + 5].try_into().unwrap()) as usize + i + 17
+                        == end
+            })
+            .expect("the metadata block");
+        for i in m..end {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x10;
+            assert!(decode(bad.clone(), 4096).is_err(), "streaming, byte {i}");
+            std::fs::write(&path, &bad).unwrap();
+            assert!(
+                read_trailer(path.to_str().unwrap()).is_err(),
+                "seeking, byte {i}"
+            );
+        }
+        std::fs::remove_file(&path).ok();
+    }
+
+    #[test]
+    fn an_abandoned_trace_reads_as_truncated_after_its_blocks() {
+        let mut bytes = Vec::new();
+        let mut w = NativeWriter::with_meta(&mut bytes, false, false).unwrap();
+        for a in &sample(70_000) {
+            w.push(a).unwrap();
+        }
+        w.abandon().unwrap();
+        let err = decode(bytes, 4096).unwrap_err().to_string();
+        assert!(err.contains("truncated: the stream ends after 2 complete blocks (70000 records)"), "{err}");
     }
 }
