@@ -426,11 +426,12 @@ impl Space {
         let ti = tenant as usize;
         let want_huge = self.thp && self.tenants[ti].table.small_node(addr).is_none();
         let first = self.placer.choose(&self.alloc);
-        let order: Vec<TierId> = std::iter::once(first).chain(TierId::first(self.bounds.len()).filter(|&t| t != first)).collect();
+        let tiers = self.bounds.len();
         let mut placed = None;
-        // First above every tier's reserve, then into the reserves.
+        // First above every tier's reserve, then into the reserves; the chosen tier
+        // first, then the others in order.
         'search: for into_reserve in [false, true] {
-            for &t in &order {
+            for t in std::iter::once(first).chain(TierId::first(tiers).filter(|&t| t != first)) {
                 let keep = if into_reserve { 0 } else { self.reserve[t.index()] };
                 let free = self.alloc.free_frames(t);
                 let room = |frames: u64| free >= keep + frames;
