@@ -25,6 +25,17 @@ impl TierId {
     pub fn first(n: usize) -> impl Iterator<Item = TierId> {
         (0..n.min(u8::MAX as usize) as u8).map(TierId)
     }
+
+    /// The tier holding frame `pfn`, given each tier's [first frame, one past the
+    /// last) in order (`pfn` must be below the last tier's end).
+    #[inline]
+    pub(crate) fn holding(bounds: &[(u64, u64)], pfn: u64) -> TierId {
+        let mut t = 0;
+        while pfn >= bounds[t].1 {
+            t += 1;
+        }
+        TierId(t as u8)
+    }
 }
 
 impl fmt::Display for TierId {

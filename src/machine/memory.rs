@@ -36,11 +36,7 @@ impl Tiers {
     /// The tier holding frame `pfn`.
     #[inline]
     pub fn tier_of(&self, pfn: u64) -> TierId {
-        let mut t = 0;
-        while pfn >= self.bounds[t].1 {
-            t += 1;
-        }
-        TierId(t as u8)
+        TierId::holding(&self.bounds, pfn)
     }
 
     /// Tier and tier-local address of physical address `paddr`.

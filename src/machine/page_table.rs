@@ -226,9 +226,9 @@ impl PageTable {
         }
     }
 
-    /// The page number of the base page holding `va` (see the module documentation),
-    /// if anything in its region was ever mapped.
-    pub fn page_number(&self, va: u64) -> Option<u64> {
+    /// The first slot of the level-2 node on the path to `va`, if the levels above
+    /// it are present.
+    fn level2_node(&self, va: u64) -> Option<usize> {
         let mut base = 0usize;
         let mut level = self.levels;
         while level > 2 {
@@ -239,6 +239,13 @@ impl PageTable {
             base = (e >> 12) as usize * CHUNK;
             level -= 1;
         }
+        Some(base)
+    }
+
+    /// The page number of the base page holding `va` (see the module documentation),
+    /// if anything in its region was ever mapped.
+    pub fn page_number(&self, va: u64) -> Option<u64> {
+        let base = self.level2_node(va)?;
         let first = self.region_first_page(base / CHUNK, self.index(va, 2))?;
         Some(first + ((va >> 12) & (self.region_pages() - 1)))
     }
@@ -363,17 +370,7 @@ impl PageTable {
     /// The level-1 node under the huge-page-sized region holding `va`, if the region is
     /// mapped with base pages: (slot of the level-2 entry, first leaf slot).
     pub fn small_node(&self, va: u64) -> Option<(usize, usize)> {
-        let mut base = 0usize;
-        let mut level = self.levels;
-        while level > 2 {
-            let e = self.entries[base + self.index(va, level)];
-            if e & PRESENT == 0 {
-                return None;
-            }
-            base = (e >> 12) as usize * CHUNK;
-            level -= 1;
-        }
-        let slot = base + self.index(va, 2);
+        let slot = self.level2_node(va)? + self.index(va, 2);
         let e = self.entries[slot];
         (e & PRESENT != 0 && e & HUGE == 0).then(|| (slot, (e >> 12) as usize * CHUNK))
     }

@@ -10,7 +10,8 @@
 //! is still running waits (it is counted and its delay reported) and starts when the
 //! policy says the work is done — periods never pile up.
 
-use crate::machine::MachineInfo;
+use crate::machine::{MachineInfo, Redirect};
+use crate::mechanism::{Job, Mechanisms, ThreadId};
 use serde::Serialize;
 
 /// References between looks at the clock, for periods in seconds.
@@ -134,6 +135,23 @@ impl Pacer {
             self.waited += 1;
         }
         self.next_look = self.refs + CHECK_EVERY.min(self.length);
+    }
+
+    /// Counts one reference and, when a period is due, hands `thread` the period's
+    /// job if it is idle and starts the period, or else lets the period wait for the
+    /// thread to finish the last one. Returns whether it submitted the job.
+    #[inline]
+    pub fn submit_when_due<R: Redirect>(&mut self, mech: &mut Mechanisms<R>, thread: ThreadId, job: impl FnOnce() -> Job) -> bool {
+        let now = mech.now();
+        if !self.due(now) {
+            return false;
+        }
+        if !mech.thread(thread).is_ok_and(|t| t.idle) {
+            self.wait(now);
+            return false;
+        }
+        self.start(now);
+        mech.submit(thread, job()).is_ok()
     }
 
     /// Periods started so far.

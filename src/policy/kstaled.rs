@@ -100,18 +100,13 @@ impl Policy for Kstaled {
                 }
             }
         }
-        let now = mech.now();
-        if self.pacer.due(now) {
-            if mech.thread(THREAD).is_ok_and(|t| t.idle) {
-                self.pacer.start(now);
-                let mut job = Job::new(SCAN);
-                job.push(Op::Scan { scope: Scope::All, mode: ScanMode::Clear });
-                let _ = mech.submit(THREAD, job);
-            } else {
-                // The thread has not finished the previous scan and its demotions.
-                self.pacer.wait(now);
-            }
-        }
+        // A scan per period, once the thread has finished the last one and its
+        // demotions.
+        self.pacer.submit_when_due(mech, THREAD, || {
+            let mut job = Job::new(SCAN);
+            job.push(Op::Scan { scope: Scope::All, mode: ScanMode::Clear });
+            job
+        });
     }
 
     fn on_job_done(&mut self, done: &JobDone, mech: &mut Mechanisms) {
