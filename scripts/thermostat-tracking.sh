@@ -11,11 +11,15 @@
 # platform) or thermostat (a slow tier with a real 1 µs latency).
 #
 # usage: scripts/thermostat-tracking.sh [WORKLOAD ...]   (default: all five)
+# T=path/to/tiersim to use a given binary (then nothing is built); by default the
+# release build of this checkout is built and used.
 # Takes about 40 minutes on two cores. Needs python3 for the tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet
-T=$PWD/target/release/tiersim
+if [ -z "${T:-}" ]; then
+    cargo build --release --quiet
+    T=$PWD/target/release/tiersim
+fi
 OUT=${OUT:-$PWD/thermostat-tracking}
 PRESET=${PRESET:-thermostat-emulated}
 mkdir -p "$OUT"

@@ -61,6 +61,24 @@ fn rainbow_runs_on_the_default_slow_tier() {
 }
 
 #[test]
+fn pages_a_policy_brings_into_the_fast_tier_are_not_a_full_slow_tier() {
+    // hscc-4k places every page in the slow tier and copies hot ones into DRAM; with a
+    // slow tier that holds the footprint, no page was born in the fast tier.
+    let json = std::env::temp_dir().join(format!("tiersim-hscc-note-{}.json", std::process::id()));
+    let out = tiersim(&[
+        "run", "--preset", "rainbow", "--policy", "hscc-4k", "--workload", "hotspot", "--footprint", "64MiB", "--refs", "2000000",
+        "--set", "machine.tiers.fast.capacity=\"16MiB\"", "--set", "machine.tiers.slow.capacity=\"128MiB\"",
+        "--set", "engine.epoch_cycles=10000000", "--json", json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).ok();
+    assert!(r["mechanisms"]["copy_in"]["pages"].as_u64().unwrap() > 0, "{}", r["mechanisms"]);
+    let notes = r["notes"].as_array().unwrap();
+    assert!(!notes.iter().any(|n| n.as_str().unwrap().contains("filled up")), "{notes:?}");
+}
+
+#[test]
 fn slowdown_after_warmup_is_reported() {
     let dir = std::env::temp_dir().join(format!("tiersim-cli-warm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -69,6 +69,11 @@ impl Placer {
     pub fn placed(&mut self, tier: TierId, frames: u64) {
         self.placed[tier.index()] += frames;
     }
+
+    /// Frames first touch has placed in `tier` so far.
+    pub fn placed_in(&self, tier: TierId) -> u64 {
+        self.placed.get(tier.index()).copied().unwrap_or(0)
+    }
 }
 
 #[cfg(test)]

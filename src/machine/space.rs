@@ -212,6 +212,12 @@ impl Space {
         self.placer.mode()
     }
 
+    /// Frames first touch placed in tier `t` (where pages were born, whatever moved
+    /// them since).
+    pub fn first_touch_frames_in(&self, t: TierId) -> u64 {
+        self.placer.placed_in(t)
+    }
+
     pub fn tenants(&self) -> &[Tenant] {
         &self.tenants
     }

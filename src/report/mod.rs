@@ -427,9 +427,10 @@ impl Report {
         as_run.machine = m.cfg().clone();
         let mut config = serde_json::to_value(&as_run).unwrap_or(serde_json::Value::Null);
         let mut notes = capacity_notes(cfg, m, &tiers, &mut config);
-        let fast_data = m.space().data_frames_in(TierId::FAST);
-        if m.space().placement() == Placement::SlowOnly && fast_data > 0 {
-            notes.push(format!("the slow tier filled up: {} of pages were placed in the fast tier instead", Size(fast_data << 12)));
+        // Pages a policy migrated or copied into the fast tier later do not count.
+        let fast_born = m.space().first_touch_frames_in(TierId::FAST);
+        if m.space().placement() == Placement::SlowOnly && fast_born > 0 {
+            notes.push(format!("the slow tier filled up: {} of pages were placed in the fast tier instead", Size(fast_born << 12)));
         }
         Report {
             complete: true,
