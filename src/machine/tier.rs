@@ -640,11 +640,12 @@ impl Tier {
         latency
     }
 
-    /// Transfers `bytes` (a multiple of 64) starting at `addr`, such as one side of a
-    /// page copy, as a paced background stream whose lines are all issued at `now`
-    /// (see "Background traffic" in the module documentation). Returns the cycle at which
-    /// the last line completes (`now` when `bytes` is 0). Counted as migration traffic
-    /// in the stats, and in energy and wear like any access.
+    /// Transfers `bytes` (a multiple of 64) starting at `addr` as background lines all
+    /// issued at `now` (see "Background traffic" in the module documentation). Returns
+    /// the cycle at which the last line completes (`now` when `bytes` is 0). A test
+    /// fixture for the calendar only: mechanisms issue their lines one after another
+    /// on their executor's clock (`Memory::copy`), never a batch at one instant.
+    #[cfg(test)]
     pub fn bulk(&mut self, addr: u64, bytes: u64, write: bool, now: u64) -> u64 {
         assert!(
             bytes.is_multiple_of(LINE_BYTES),

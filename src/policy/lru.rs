@@ -21,7 +21,7 @@ params! {
         pub scan_interval_s: f64 = 1.0,
         /// If above 0, ignore `scan_interval_s` and make this many scans over the run.
         pub scans_per_run: u32 = 0,
-        /// Most pages promoted after one scan (kernel work comes in batches).
+        /// Most pages promoted after one scan (our choice, not a kernel parameter).
         pub promote_batch: usize = 512,
         /// Linux's vm.watermark_scale_factor: the distance between the fast tier's
         /// watermarks, in 1/10000 of its capacity (the kernel's default, 10).
