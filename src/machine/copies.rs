@@ -383,7 +383,7 @@ impl Redirect for Copies {
     /// Redirect mode reserves the in-memory migration bitmap in the slow tier (one
     /// bit per slow frame) and needs process tenants: a VM's copies would need the
     /// guest virtual addresses of their TLB entries, which the host does not know.
-    fn build(spec: &CopySpec, layout: &Layout, reserved: Vec<u64>) -> anyhow::Result<Copies> {
+    fn build(spec: &CopySpec, layout: &Layout, reserved: Vec<u64>, _fast: Vec<u64>) -> anyhow::Result<Copies> {
         if layout.tiers.len() < 2 {
             anyhow::bail!("machine.tiers: keeping copies needs a fast and a slow tier");
         }

@@ -57,6 +57,18 @@ pub enum MechError {
     /// Rainbow's copies are of 4 KiB pages inside slow superpages: the page is mapped
     /// with a base page.
     NotInSuperpage { page: PageRef },
+    /// The frame cannot be moved by the migration controller: not in the tier the
+    /// move starts from, not a page's data, already named by a ReMap entry (a cold
+    /// victim), or not where one whole huge page starts (SpAR reconciles whole pages).
+    NotRemappable { pfn: u64 },
+    /// The frame's unit is already in its new place.
+    AlreadyMoved { pfn: u64 },
+    /// The frame has no ReMap entry.
+    NotRemapped { pfn: u64 },
+    /// The frame's ReMap entry is being moved back (SpRM).
+    RemapBusy { pfn: u64 },
+    /// The ReMap table has no free entry.
+    RemapFull,
     /// A job's operation was not run: an earlier operation of its group was refused.
     Skipped,
 }
@@ -96,6 +108,11 @@ impl fmt::Display for MechError {
             MechError::AlreadyCopied { page } => write!(f, "{page} already has a fast-tier copy"),
             MechError::NotCopied { page } => write!(f, "{page} has no fast-tier copy"),
             MechError::NotInSuperpage { page } => write!(f, "{page} is not inside a superpage"),
+            MechError::NotRemappable { pfn } => write!(f, "frame {pfn:#x} cannot be moved by the migration controller"),
+            MechError::AlreadyMoved { pfn } => write!(f, "the unit of frame {pfn:#x} is already in the fast tier"),
+            MechError::NotRemapped { pfn } => write!(f, "frame {pfn:#x} has no ReMap entry"),
+            MechError::RemapBusy { pfn } => write!(f, "the ReMap entry of frame {pfn:#x} is being moved back"),
+            MechError::RemapFull => f.write_str("the ReMap table is full"),
             MechError::Skipped => f.write_str("not run: an earlier operation of its group was refused"),
         }
     }

@@ -51,7 +51,16 @@ impl Tiers {
     /// latency.
     #[inline]
     pub fn access<O: Observer>(&mut self, core: usize, paddr: u64, write: bool, kind: MemKind, at: u64, obs: &mut O) -> u64 {
-        let (t, local) = self.locate(paddr);
+        self.access_as(core, paddr, paddr, write, kind, at, obs)
+    }
+
+    /// [`Tiers::access`] of an access the memory controller redirected: served at
+    /// physical address `real`, reported to the observer under the address `paddr`
+    /// the OS and the caches know it by.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn access_as<O: Observer>(&mut self, core: usize, paddr: u64, real: u64, write: bool, kind: MemKind, at: u64, obs: &mut O) -> u64 {
+        let (t, local) = self.locate(real);
         let latency = self.tiers[t.index()].access(local, write, at);
         if kind == MemKind::Demand {
             let d = &mut self.demand[t.index()];
@@ -71,6 +80,16 @@ impl Tiers {
     pub fn background(&mut self, paddr: u64, write: bool, at: u64) -> u64 {
         let (t, local) = self.locate(paddr);
         self.tiers[t.index()].stream_line(local, write, at) - at
+    }
+
+    pub(crate) fn get_mut(&mut self, t: TierId) -> &mut Tier {
+        &mut self.tiers[t.index()]
+    }
+
+    /// Tier and tier-local address of physical address `paddr`.
+    #[inline]
+    pub(crate) fn local(&self, paddr: u64) -> (TierId, u64) {
+        self.locate(paddr)
     }
 
     pub fn get(&self, t: TierId) -> &Tier {

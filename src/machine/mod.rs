@@ -29,6 +29,7 @@ pub mod ops;
 pub mod page_table;
 pub mod placement;
 pub mod redirect;
+pub mod remap;
 pub mod rmap;
 pub mod setassoc;
 pub mod space;
@@ -270,6 +271,9 @@ pub struct Machine<R: Redirect = NoRedirect> {
     /// Test hook: a migration that skips the data copy, to prove `--verify` notices.
     #[cfg(test)]
     pub(crate) break_migration_copy: bool,
+    /// Test hook: an address reconciliation that leaves the PTE stale.
+    #[cfg(test)]
+    pub(crate) break_reconcile_pte: bool,
 }
 
 impl<R: Redirect> Machine<R> {
@@ -279,13 +283,22 @@ impl<R: Redirect> Machine<R> {
         let mut cfg = cfg.clone();
         cfg.page_table.thp = b.thp;
         let caps = capacities::<R>(&cfg, b)?;
-        let total: u64 = caps.bytes.iter().sum::<u64>() - (caps.reserved << 12);
+        let huge_bytes = cfg.page_table.huge_page.bytes();
+        let fast_reserved = R::reserved_fast_huge_frames(&b.redirect, huge_bytes) * huge_bytes;
+        if fast_reserved >= caps.bytes[0] {
+            anyhow::bail!(
+                "machine.tiers.fast.capacity: {} cannot hold the {} the machine's redirection structure reserves in it",
+                Size(caps.bytes[0]),
+                Size(fast_reserved)
+            );
+        }
+        let total: u64 = caps.bytes.iter().sum::<u64>() - (caps.reserved << 12) - fast_reserved;
         if b.footprint > total {
             anyhow::bail!(
                 "machine.tiers: the footprint ({}) is larger than all tiers together ({}{}); raise a tier's capacity",
                 Size(b.footprint),
                 Size(total),
-                if caps.reserved > 0 { format!(" after {} of metadata", Size(caps.reserved << 12)) } else { String::new() }
+                if caps.reserved > 0 || fast_reserved > 0 { format!(" after {} of metadata", Size((caps.reserved << 12) + fast_reserved)) } else { String::new() }
             );
         }
         let huge_shift = cfg.huge_shift();
@@ -303,7 +316,8 @@ impl<R: Redirect> Machine<R> {
             huge_shift,
             tenants: b.tenants.clone(),
         };
-        let redirect = R::build(&b.redirect, &layout, reserved)?;
+        let fast = space.reserve_huge_metadata(TierId::FAST, fast_reserved / huge_bytes)?;
+        let redirect = R::build(&b.redirect, &layout, reserved, fast)?;
         let info = MachineInfo::with_capacities(&cfg, b, &caps.bytes);
         let tiers = Tiers::new(tiers, space.bounds().to_vec());
         let frame_limit = space.reverse_map().frames();
@@ -327,6 +341,8 @@ impl<R: Redirect> Machine<R> {
             cfg,
             #[cfg(test)]
             break_migration_copy: false,
+            #[cfg(test)]
+            break_reconcile_pte: false,
         })
     }
 
@@ -465,7 +481,8 @@ impl<R: Redirect> Machine<R> {
         c.clock += stall;
         c.stats.memory_stall_cycles += stall;
         if self.shadow.is_some() {
-            self.check_shadow(tenant, a.vaddr, pfn, write);
+            let served = self.redirect.served(pfn);
+            self.check_shadow(tenant, a.vaddr, pfn, served, write);
         }
         RefOutcome { translation_cycles: translation, data_cycles: beyond_l1, paddr, level }
     }

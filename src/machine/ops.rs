@@ -68,6 +68,9 @@ pub struct MechanismStats {
     pub copy_in: MoveCount,
     /// Dirty copies written back over their originals when dropped.
     pub copy_back: MoveCount,
+    /// Units a hardware migration controller moved on the fly (each direction of a
+    /// swap, completions at reconciliation and moves back counted apart).
+    pub onfly: MoveCount,
     pub swaps: u64,
     pub splits: u64,
     /// Merges, and how many of them copied their pages into a new huge frame.
@@ -96,7 +99,7 @@ impl MechanismStats {
 
     /// Bytes copied by every kind of move.
     pub fn bytes_copied(&self) -> u64 {
-        [self.migrate, self.swap, self.merge, self.copy_in, self.copy_back].iter().map(|m| m.bytes).sum()
+        [self.migrate, self.swap, self.merge, self.copy_in, self.copy_back, self.onfly].iter().map(|m| m.bytes).sum()
     }
 }
 

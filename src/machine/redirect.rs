@@ -80,8 +80,16 @@ pub trait Redirect: Sized {
         0
     }
 
-    /// Builds the structure; `reserved` are the frames of [`Redirect::reserved_frames`].
-    fn build(spec: &Self::Spec, layout: &Layout, reserved: Vec<u64>) -> anyhow::Result<Self>;
+    /// Huge frames of the fast tier the structure keeps for itself (SpRM's swap
+    /// area): reserved before the run, so first touch never sees them.
+    fn reserved_fast_huge_frames(_spec: &Self::Spec, _huge_bytes: u64) -> u64 {
+        0
+    }
+
+    /// Builds the structure; `reserved` are the frames of [`Redirect::reserved_frames`],
+    /// `fast` the first frames of the huge frames of
+    /// [`Redirect::reserved_fast_huge_frames`].
+    fn build(spec: &Self::Spec, layout: &Layout, reserved: Vec<u64>, fast: Vec<u64>) -> anyhow::Result<Self>;
 
     /// Called after every translation (TLB hit or walk) of a reference to frame `pfn`
     /// through `entry`, when `TRANSLATES` is true.
@@ -125,6 +133,13 @@ pub trait Redirect: Sized {
         None
     }
 
+    /// The frame that holds the data of frame `pfn` as the OS sees it, once every
+    /// move in flight has completed (for `--verify`'s shadow memory).
+    #[inline]
+    fn served(&self, pfn: u64) -> u64 {
+        pfn
+    }
+
     /// Checks the structure's invariants against the address spaces.
     fn check(&self, _space: &Space) -> Result<(), String> {
         Ok(())
@@ -142,7 +157,7 @@ pub struct NoRedirect;
 
 impl Redirect for NoRedirect {
     type Spec = ();
-    fn build(_: &(), _: &Layout, _: Vec<u64>) -> anyhow::Result<NoRedirect> {
+    fn build(_: &(), _: &Layout, _: Vec<u64>, _: Vec<u64>) -> anyhow::Result<NoRedirect> {
         Ok(NoRedirect)
     }
 }

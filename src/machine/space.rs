@@ -352,6 +352,20 @@ impl Space {
             .collect()
     }
 
+    /// Reserves `count` huge frames of tier `t` for machine use; returns their first
+    /// frames.
+    pub(crate) fn reserve_huge_metadata(&mut self, t: TierId, count: u64) -> anyhow::Result<Vec<u64>> {
+        (0..count)
+            .map(|_| {
+                let f = self.alloc.alloc_huge(t).ok_or_else(|| anyhow::anyhow!("{}: no room for machine metadata", super::TiersConfig::field(t)))?;
+                for i in 0..self.huge_frames() {
+                    self.rmap.set(f + i, Owner::Metadata);
+                }
+                Ok(f)
+            })
+            .collect()
+    }
+
     /// The leaf mapping `page`, or why there is none.
     #[inline]
     pub(crate) fn mapped(&self, page: PageRef) -> Result<Mapped, MechError> {

@@ -16,7 +16,7 @@ struct Lookup {
 
 impl Redirect for Lookup {
     type Spec = ();
-    fn build(_: &(), _: &Layout, _: Vec<u64>) -> anyhow::Result<Lookup> {
+    fn build(_: &(), _: &Layout, _: Vec<u64>, _: Vec<u64>) -> anyhow::Result<Lookup> {
         Ok(Lookup::default())
     }
     fn memory<O: Observer>(&mut self, tiers: &mut Tiers, core: usize, paddr: u64, write: bool, kind: MemKind, at: u64, background: bool, obs: &mut O) -> u64 {

@@ -61,14 +61,16 @@ impl Shadow {
 
 impl<R: Redirect> Machine<R> {
     /// `--verify`: a write makes frame `pfn` hold the page's new newest version; a read
-    /// must find the newest version in the frame serving it, and that frame must belong
-    /// to the page.
+    /// must find the newest version in the frame serving it (`pfn`), and the frame the
+    /// page table maps (`mapped`) must belong to the page.
     #[cold]
-    pub(super) fn check_shadow(&mut self, tenant: u16, vaddr: u64, pfn: u64, write: bool) {
+    pub(super) fn check_shadow(&mut self, tenant: u16, vaddr: u64, mapped: u64, pfn: u64, write: bool) {
         let Some(addr) = self.space.managed_addr(tenant, vaddr) else { return };
         let page_addr = addr & !0xfff;
         let page = self.space.page_number(tenant, page_addr);
-        let owner = self.space.owner(pfn);
+        // The OS's frame must belong to the page; the data must be where the
+        // redirection structure serves it from (the same frame without one).
+        let owner = self.space.owner(mapped);
         let s = self.shadow.as_mut().expect("verify mode");
         let newest = *s.newest_mut(page) + write as u32;
         if write {

@@ -41,6 +41,7 @@ pub use limits::{Limits, RateLimit};
 
 use crate::machine::cache::LINE_BYTES;
 use crate::machine::copies::Copies;
+use crate::machine::remap::{Dest, Moved, Remap};
 use crate::machine::ops::Exec;
 use crate::machine::{Machine, MachineInfo, NoRedirect, Redirect};
 use std::ops::ControlFlow;
@@ -419,11 +420,50 @@ impl Mechanisms<'_, Copies> {
     }
 }
 
+impl Mechanisms<'_, Remap> {
+    /// The ReMap table and MigC (free to read: the controller's own state).
+    pub fn remap(&self) -> &Remap {
+        self.m.redirect()
+    }
+
+    /// Hands MigC an on-the-fly migration of the unit holding OS-visible slow frame
+    /// `hot` (see `machine::remap`): into its entry's target if it has one, else to
+    /// `dest`. MigC runs it on its own clock from now; the executor is not stalled
+    /// (its requests for the unit wait in MigC's wait queue). Promotions count
+    /// against the promotion rate limit.
+    pub fn otf_migrate(&mut self, hot: u64, dest: Dest) -> Result<Moved, MechError> {
+        let now = self.now();
+        self.rt.limits.check(Direction::Promote, now)?;
+        let moved = self.m.otf_migrate(now, hot, dest)?;
+        let bytes = self.m.redirect().unit_frames() << 12;
+        self.rt.limits.count(Direction::Promote, now, bytes);
+        Ok(moved)
+    }
+
+    /// Hands MigC the move back of the entry covering `pfn` (SpRM's reverse
+    /// migration); the entry goes once the copy is done. Returns that cycle. The
+    /// executor is not stalled.
+    pub fn reverse_migrate(&mut self, pfn: u64) -> Result<u64, MechError> {
+        let now = self.now();
+        self.m.reverse_migrate(now, pfn)
+    }
+
+    /// Address reconciliation of the entry covering `pfn` and its pair, run by this
+    /// executor (the OS on a core stalls it): MigC completes the page, then flush,
+    /// PTE rewrite, shootdowns and reverse mapping (SpAR Appendix A.2, Table 2).
+    pub fn reconcile(&mut self, pfn: u64) -> Result<(), MechError> {
+        self.run(|m, _, x| m.reconcile(x, pfn))
+    }
+}
+
 #[cfg(test)]
 mod tests;
 
 #[cfg(test)]
 mod copy_tests;
+
+#[cfg(test)]
+mod remap_tests;
 
 #[cfg(test)]
 mod timing_tests;

@@ -16,6 +16,7 @@ pub mod dram_cache;
 pub mod hscc;
 pub mod kstaled;
 pub mod lru;
+pub mod otf;
 pub mod params;
 pub mod rainbow;
 pub mod registry;

@@ -6,10 +6,12 @@ use super::baselines::{AllFast, AllSlow, FirstTouch, FlatStatic, RoundRobin};
 use super::hscc::Hscc;
 use super::kstaled::Kstaled;
 use super::lru::Lru;
+use super::otf::{HugePageOtf, Otf, SpAr, SpRm};
 use super::rainbow::Rainbow;
 use super::thermostat::Thermostat;
 use super::Policy;
 use crate::machine::copies::Copies;
+use crate::machine::remap::Remap;
 use crate::machine::{NoRedirect, Redirect};
 
 /// Something to do with a policy type chosen by name (the engine's run, listing its
@@ -49,6 +51,9 @@ policies! {
     "hscc-4k" => Hscc<false> [Copies], "DRAM caches hot 4 KiB NVM pages, counted per reference in the TLB, utility-based (HSCC, ICS'17, as Rainbow §IV-A)";
     "hscc-2m" => Hscc<true> [Copies], "HSCC with 2 MiB pages: whole superpages cached in DRAM (Rainbow's HSCC-2MB-mig)";
     "rainbow" => Rainbow [Copies], "NVM in 2 MiB superpages, hot 4 KiB pages copied to DRAM behind a migration bitmap (Rainbow)";
+    "hugepage-otf" => Otf<HugePageOtf> [Remap], "whole huge pages migrated on the fly by a hardware controller at 16 384 accesses (SpAR's 512K_huge_th16384)";
+    "spar" => Otf<SpAr> [Remap], "64 KiB subpages migrated on the fly behind a ReMap table, address reconciliation at 50 % full (SpAR, HMEM'21)";
+    "sprm" => Otf<SpRm> [Remap], "64 KiB subpages migrated into a fast swap area, the least beneficial moved back at 50 % full (SpRM, HMEM'21)";
     "kstaled" => Kstaled, "Accessed-bit idle pages (idle for 10 s of scans) to slow memory, back on access (Thermostat §2.1)";
     "thermostat" => Thermostat, "huge-page-aware cold-page placement under a tolerable slowdown (Thermostat, ASPLOS'17)";
 }

@@ -109,10 +109,11 @@ pub struct EpochRecord {
 }
 
 /// Every page move so far: the pages and bytes of migrations (one per page migrated,
-/// two per swap, one per fast-tier copy made and per dirty copy written back), and the
+/// two per swap, one per fast-tier copy made and per dirty copy written back, one per
+/// unit a migration controller moved), and the
 /// huge pages merges assembled from copied base pages, with their bytes.
 fn moves(st: &MechanismStats) -> (u64, u64, u64, u64) {
-    let migrations = [st.migrate, st.swap, st.copy_in, st.copy_back];
+    let migrations = [st.migrate, st.swap, st.copy_in, st.copy_back, st.onfly];
     (migrations.iter().map(|c| c.pages).sum(), migrations.iter().map(|c| c.bytes).sum(), st.merges_copied, st.merge.bytes)
 }
 
