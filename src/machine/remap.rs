@@ -27,17 +27,19 @@
 //! from them (§2.2); the core that triggered the move is not stalled beyond what its
 //! own requests wait.
 //!
-//! The table is updated when the migration is decided, and the move's window
-//! (buffers full, writes done) is kept with the entry: a request for a moving
-//! subpage that arrives before the writes are done is served from the buffers. A
-//! request that a slightly earlier core issues before the trigger is treated the same
-//! way (cores are interleaved by clock, so such skew is at most one reference's
-//! latency); it keeps the data in one place at every moment of host order.
+//! The table is updated when the migration is decided, and the move's window (MigC
+//! starts, buffers full, writes done) is kept with the entry: a request for a moving
+//! subpage that arrives before MigC starts on it is served from where the data was;
+//! one that arrives before the writes are done is served from the buffers, waiting
+//! in the wait queue until they are full. (`--verify`'s shadow memory follows the
+//! data to its final frame when the move is decided: a store served from the old
+//! place before MigC starts is one MigC's reads then carry along.)
 //!
 //! # Address reconciliation (Appendix A.2)
 //! [`Machine::reconcile`] makes a move visible to the OS, on the core that runs it:
 //! MigC moves any subpages still in the old place (the page is reconciled whole),
-//! the pages' lines are flushed from every cache (written back through the table),
+//! the pages' lines are invalidated in every cache, one per cycle as MigC sends them
+//! (dirty ones written back through the table),
 //! their PTEs rewritten (a page walk of `walk_cycles` plus the PTE write), their
 //! translations shot down on every core, the OS's reverse mapping paid
 //! (`reverse_map_cycles`); a paired entry is reconciled with its pair.
@@ -85,6 +87,10 @@ pub struct RemapSpec {
     /// Cycles of the OS's reverse mapping per page reconciled (Table 2: 4 480,
     /// measured with ftrace at 3.2 GHz).
     pub reverse_map_cycles: u64,
+    /// Cycles per cache line invalidated at reconciliation: MigC sends the LLC one
+    /// invalidation per cycle (the authors' Ramulator model, `send_invalidate` once
+    /// per MigC cycle); dirty lines are written back.
+    pub invalidate_cycles_per_line: u64,
 }
 
 impl Default for RemapSpec {
@@ -98,6 +104,7 @@ impl Default for RemapSpec {
             swap_area_bytes: 0,
             walk_cycles: 150,
             reverse_map_cycles: 4480,
+            invalidate_cycles_per_line: 1,
         }
     }
 }
@@ -297,8 +304,13 @@ impl Remap {
     #[allow(clippy::too_many_arguments)]
     fn redirected<O: Observer>(&mut self, tiers: &mut Tiers, core: usize, slot: u32, paddr: u64, write: bool, kind: MemKind, at: u64, obs: &mut O) -> u64 {
         let e = self.table[slot as usize];
-        let real = self.real(slot, paddr);
-        if e.window.mask & self.bit(paddr >> 12, e.old) != 0 && at < e.window.done {
+        let mut real = self.real(slot, paddr);
+        let moving = e.window.mask & self.bit(paddr >> 12, e.old) != 0;
+        if moving && at < e.window.started {
+            // MigC has not started on it (it is busy with earlier moves): the data is
+            // still where it was.
+            real = if real == paddr { (e.new << 12) + (paddr - (e.old << 12)) } else { paddr };
+        } else if moving && at < e.window.done {
             let wait = e.window.buffered.saturating_sub(at);
             self.stats.buffer_served += 1;
             if wait > 0 {
@@ -746,12 +758,19 @@ impl Machine<Remap> {
             #[cfg(test)]
             let slot = if self.break_reconcile_pte { usize::MAX } else { slot };
             let source = if e.pair.is_some() { Source::Reused } else { Source::Free };
-            moves.push(Move { page: p, slot: (slot != usize::MAX).then_some(slot), from, to, frames: ef, flush: true, copy: false, to_is_copy: false, source, count: true });
+            moves.push(Move { page: p, slot: (slot != usize::MAX).then_some(slot), from, to, frames: ef, flush: false, copy: false, to_is_copy: false, source, count: true });
             shootdowns.push(Shootdown::Page { page: p, huge: true });
         }
         let pages = moves.len() as u64;
         let plan = Plan { kind: MoveKind::Migrate, moves, merge: None, shootdowns, software: software * pages };
-        // The lines are flushed while the entries still redirect their write-backs.
+        // The lines are invalidated (MigC through the LLC, dirty ones written back)
+        // while the entries still redirect their write-backs.
+        let per_line = self.redirect.spec.invalidate_cycles_per_line;
+        for m in &plan.moves {
+            let (done, lines) = self.mem.flush(&mut self.redirect, m.from << 12, m.frames << 12, x.at, per_line);
+            x.at = done;
+            self.stats.lines_flushed += lines;
+        }
         self.commit(x, plan);
         for s in std::iter::once(slot).chain(e.pair) {
             self.redirect.remove(s);

@@ -189,11 +189,11 @@ fn a_swap_pairs_two_mirrored_entries_and_reconciliation_swaps_the_ptes() {
 fn reconciliation_costs_table_2_by_hand() {
     // One whole huge page moved one-way (the entry's unit is the page), then
     // reconciled by core 0 with nothing left to move and nothing dirty in the caches:
-    //   flush   128 frames × 64 lines × 8 cycles (clflush)  = 65 536
+    //   invalidate 128 frames × 64 lines × 1 cycle (MigC)  =  8 192
     //   PTE     rewritten through the caches: an L1 hit (the walk just read it) = 0
     //   TLB     one shootdown round, 300 cycles for the initiator
     //   OS      page walk 150 + reverse mapping 4 480       =  4 630
-    // total 70 466 cycles on core 0; core 1 takes the 300-cycle invalidation.
+    // total 13 122 cycles on core 0; core 1 takes the 300-cycle invalidation.
     let spec = RemapSpec { unit_frames: 0, ..RemapSpec::default() };
     let (mut m, mut rt) = machine(spec, true);
     let (_, (hot, hot_pfn)) = pages(&m);
@@ -203,9 +203,9 @@ fn reconciliation_costs_table_2_by_hand() {
     read(&mut m, hot + 64);
     let (c0, c1) = (m.cores[0].clock, m.cores[1].clock);
     Mechanisms::on_core(&mut m, &mut rt, 0).reconcile(hot_pfn).unwrap();
-    assert_eq!(m.cores[0].clock - c0, 65_536 + 300 + 150 + 4480);
+    assert_eq!(m.cores[0].clock - c0, 8192 + 300 + 150 + 4480);
     assert_eq!(m.cores[1].clock - c1, 300);
-    assert_eq!(m.redirect().stats.reconcile_cycles, 65_536 + 300 + 150 + 4480);
+    assert_eq!(m.redirect().stats.reconcile_cycles, 8192 + 300 + 150 + 4480);
     let p = m.space().page_info(PageRef::new(0, hot)).unwrap();
     assert_eq!(p.tier, FAST);
     read(&mut m, hot + 64);

@@ -52,11 +52,10 @@ params! {
         pub remap_entries: usize = 1024,
         /// Cycles of a ReMap-table lookup after the LLC (Table 2: 10).
         pub lookup_cycles: u64 = 10,
-        /// Share of the table in use that starts reconciliation or reverse migration (§2.2: 50 %).
+        /// Share of the table in use above which reconciliation or reverse migration
+        /// runs (§2.2: 50 %), one page (or pair) at a time until it is back to it, as
+        /// the authors' MigC does.
         pub reconcile_at: f64 = 0.5,
-        /// Share of the table in use that reconciliation or reverse migration brings it
-        /// back to (our choice: the paper does not say how many entries go at once).
-        pub reconcile_to: f64 = 0.25,
         /// Migration-queue entries per memory controller (Table 1: 32).
         pub mig_queue_entries: u32 = 32,
         /// Page walk to rewrite a PTE at reconciliation, in cycles (Table 2: 150).
@@ -68,11 +67,22 @@ params! {
         /// Pages placed in the fast tier, then in the slow tier, in turn (§4: 4 and 4).
         pub fast_pages: u32 = 4,
         pub slow_pages: u32 = 4,
-        /// Adaptive threshold: controller accesses between adjustments.
-        pub adapt_interval: u64 = 1_000_000,
-        /// Adaptive threshold: lowest and highest value.
-        pub threshold_min: u32 = 256,
-        pub threshold_max: u32 = 65536,
+        /// Adaptive threshold: cycles between adjustments (the authors' MigC: every
+        /// 4 million cycles).
+        pub adapt_cycles: u64 = 4_000_000,
+        /// Adaptive threshold: it doubles when more units than this migrated in the
+        /// last interval and the MBQ (accesses to migrated units per migration, over
+        /// the run) is under `mbq_raise` (the authors' MigC: 240 and 100 for 4 KiB pages).
+        pub raise_above_migrations: u64 = 240,
+        pub mbq_raise: u64 = 1600,
+        /// ... and halves when fewer than this migrated and the MBQ is under `mbq_lower`
+        /// (160 and 70 for 4 KiB pages). MBQ limits and threshold bounds are the 4 KiB
+        /// values scaled by the unit's 16 base pages.
+        pub lower_below_migrations: u64 = 160,
+        pub mbq_lower: u64 = 1120,
+        /// Adaptive threshold: lowest and highest value (32 and 256 for 4 KiB pages).
+        pub threshold_min: u32 = 512,
+        pub threshold_max: u32 = 4096,
     }
 }
 
@@ -126,6 +136,11 @@ variant!(HugePageOtf, HugePageConfig, Kind::HugePage, "Parameters of `hugepage-o
     threshold: 16384,
     adaptive: false,
     subpage: Size(0),
+    // Were it adaptive: the 4 KiB values scaled by a 512 KiB page's 128 base pages.
+    mbq_raise: 12800,
+    mbq_lower: 8960,
+    threshold_min: 4096,
+    threshold_max: 32768,
     ..OtfConfig::default()
 });
 variant!(SpAr, SpArConfig, Kind::SpAr, "Parameters of `spar`.", OtfConfig::default());
@@ -158,10 +173,14 @@ pub struct Otf<V: Variant> {
     mbq: Vec<u32>,
     /// Fast huge frames, least recently accessed at the tail.
     lru: LruLists,
+    /// Per fast huge frame: it holds a page reconciled into it (its accesses are
+    /// benefit of the migration, as the authors count accesses to migrated pages).
+    reconciled_in: Vec<bool>,
     /// Units that reached the threshold, to migrate after the reference.
     hot: Vec<u64>,
-    // Adaptive threshold: accesses seen and benefit earned in the interval.
-    seen: u64,
+    // Adaptive threshold: the interval's start and migrations, and the accesses to
+    // migrated units over the run.
+    window_start: u64,
     benefit: u64,
     moved_in_interval: u64,
     // Counters for the report.
@@ -201,27 +220,18 @@ impl<V: Variant> Otf<V> {
     /// The least recently accessed fast huge page that can be swapped out.
     fn victim(&mut self, mech: &Mechanisms<Remap>) -> Option<u64> {
         let huge_frames = 1u64 << (self.huge_shift - 12);
-        let mut stale = Vec::new();
-        let mut found = None;
-        for h in self.lru.iter_from_tail(Which::Inactive).take(256) {
-            let pfn = self.fast_base + h * huge_frames;
-            let remapped = mech.remap().entry_of(pfn).is_some();
+        let base = self.fast_base;
+        let (found, stale) = pick_victim(self.lru.iter_from_tail(Which::Inactive), |h| {
+            let pfn = base + h * huge_frames;
             let data = matches!(mech.owner(pfn), crate::machine::Owner::Data { .. });
-            if !remapped && data {
-                found = Some((h, pfn));
-                break;
-            }
-            if !data {
-                // Free or held for a migration: not a page; it comes back when used.
-                stale.push(h);
-            }
-        }
+            (data, data && mech.remap().entry_of(pfn).is_none())
+        });
         for h in stale {
             self.lru.remove(h);
         }
-        let (h, pfn) = found?;
+        let h = found?;
         self.lru.push_head(h, Which::Inactive);
-        Some(pfn)
+        Some(base + h * huge_frames)
     }
 
     fn migrate(&mut self, unit: usize, mech: &mut Mechanisms<Remap>) {
@@ -266,31 +276,38 @@ impl<V: Variant> Otf<V> {
         }
     }
 
-    /// Brings the table back to `reconcile_to` of its entries.
+    /// Brings the table back to `reconcile_at` of its entries, one page (or pair) at
+    /// a time: SpRM moves subpages back, the others reconcile.
     fn make_room(&mut self, mech: &mut Mechanisms<Remap>) {
+        let target = (self.cfg.reconcile_at * mech.remap().capacity() as f64) as usize;
         match V::KIND {
             Kind::SpRm => {
-                let target = (self.cfg.reconcile_to * mech.remap().capacity() as f64) as usize;
-                let n = mech.remap().occupancy().saturating_sub(target);
+                let n = (mech.remap().occupancy() + 1).saturating_sub(target);
                 self.reverse(n, mech);
             }
-            _ => self.reconcile(mech),
+            _ => self.reconcile(target, mech),
         }
     }
 
-    /// Reconciles entries with the highest share of their subpages moved (oldest
-    /// first among equals) until the table is at `reconcile_to`.
-    fn reconcile(&mut self, mech: &mut Mechanisms<Remap>) {
+    /// Reconciles entries until at most `target` are left: those with the highest
+    /// share of their subpages moved first (SpAR §3), the oldest first among equals
+    /// (the authors' MigC takes the table in order).
+    fn reconcile(&mut self, target: usize, mech: &mut Mechanisms<Remap>) {
         let r = mech.remap();
-        let target = (self.cfg.reconcile_to * r.capacity() as f64) as usize;
-        let mut order: Vec<(u32, u64, u64)> = r.entries().filter(|(_, e)| e.old >= self.slow_base && !e.returning).map(|(_, e)| (e.migrated.count_ones(), e.created, e.old)).collect();
-        order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        for (_, _, old) in order {
-            if mech.remap().occupancy() <= target {
+        let order = reconcile_order(r.entries().filter(|(_, e)| e.old >= self.slow_base && !e.returning).map(|(_, e)| (e.migrated.count_ones(), e.created, e.old)).collect());
+        for old in order {
+            if mech.remap().occupancy() < target.max(1) {
                 break;
             }
+            let e = mech.remap().entry_of(old).map(|s| *mech.remap().entry(s));
             match mech.reconcile(old) {
                 Ok(()) => {
+                    if let Some(e) = e {
+                        // The hot page now lives at `new`; a swapped cold page left it.
+                        if let Some(h) = self.fast_huge(e.new << 12) {
+                            self.reconciled_in[h as usize] = true;
+                        }
+                    }
                     let first = self.slow_unit(old << 12).expect("a slow unit");
                     let n = 1usize << (self.huge_shift - 12 - self.unit_shift);
                     for u in first..first + n {
@@ -306,13 +323,12 @@ impl<V: Variant> Otf<V> {
     /// Moves back the `n` moved subpages with the lowest MBQ (SpRM).
     fn reverse(&mut self, n: usize, mech: &mut Mechanisms<Remap>) {
         let r = mech.remap();
-        let mut order: Vec<(u32, u64)> = r
+        let moved: Vec<(u32, u64)> = r
             .entries()
             .filter(|(_, e)| !e.returning)
             .filter_map(|(_, e)| self.slow_unit(e.old << 12).map(|u| (self.mbq[u], e.old)))
             .collect();
-        order.sort_unstable();
-        for &(q, old) in order.iter().take(n) {
+        for (q, old) in lowest_mbq(moved, n) {
             match mech.reverse_migrate(old) {
                 Ok(_) => {
                     let u = self.slow_unit(old << 12).expect("a slow unit");
@@ -325,23 +341,30 @@ impl<V: Variant> Otf<V> {
         }
     }
 
-    /// The adaptive rule, run every `adapt_interval` controller accesses.
+    /// The adaptive rule, run every `adapt_cycles`.
     fn adapt(&mut self) {
-        let (m, b) = (self.moved_in_interval, self.benefit);
-        let t = self.threshold as u64;
-        // A migration pays for itself when its unit earns at least as many fast
-        // accesses as it took to find it hot; see docs/policies/spar.md.
-        let next = if m == 0 {
-            t / 2
-        } else if b < m * t {
-            t * 2
-        } else {
-            t / 2
-        };
-        self.threshold = next.clamp(self.cfg.threshold_min as u64, self.cfg.threshold_max as u64) as u32;
-        self.seen = 0;
-        self.benefit = 0;
+        self.threshold = adapted(&self.cfg, self.threshold, self.moved_in_interval, self.benefit, self.migrations);
         self.moved_in_interval = 0;
+    }
+}
+
+/// The authors' adaptive threshold (their Ramulator MigC, `Processor.cpp`, where it
+/// sits commented out in the public version; the JETC 2021 paper describes it): more
+/// migrations than `raise_above_migrations` in an interval while each earned under
+/// `mbq_raise` accesses → double the threshold (up to its maximum); fewer than
+/// `lower_below_migrations` while each earned under `mbq_lower` → halve it (down to
+/// its minimum); else keep it. `benefit` and `migrations` are over the whole run.
+fn adapted(cfg: &OtfConfig, threshold: u32, in_interval: u64, benefit: u64, migrations: u64) -> u32 {
+    if migrations == 0 {
+        return threshold;
+    }
+    let mbq = benefit / migrations;
+    if in_interval > cfg.raise_above_migrations && mbq < cfg.mbq_raise && threshold < cfg.threshold_max {
+        (threshold * 2).min(cfg.threshold_max)
+    } else if in_interval < cfg.lower_below_migrations && mbq < cfg.mbq_lower && threshold > cfg.threshold_min {
+        (threshold / 2).max(cfg.threshold_min)
+    } else {
+        threshold
     }
 }
 
@@ -363,9 +386,9 @@ impl<V: Variant> Observer for Otf<V> {
             }
         } else if let Some(h) = self.fast_huge(e.paddr) {
             self.lru.push_head(h, Which::Inactive);
-        }
-        if self.cfg.adaptive {
-            self.seen += 1;
+            if self.reconciled_in[h as usize] {
+                self.benefit += 1;
+            }
         }
     }
 }
@@ -391,6 +414,7 @@ where
                 swap_area_bytes: if V::KIND == Kind::SpRm { cfg.swap_area.bytes() } else { 0 },
                 walk_cycles: cfg.walk_cycles,
                 reverse_map_cycles: cfg.reverse_map_cycles,
+                ..RemapSpec::default()
             },
             ..Requirements::default()
         }
@@ -406,8 +430,8 @@ where
         if cfg.threshold == 0 || cfg.threshold_min == 0 || cfg.threshold_min > cfg.threshold_max {
             anyhow::bail!("policy: threshold and threshold_min must be positive, threshold_min ≤ threshold_max");
         }
-        if !(cfg.reconcile_to < cfg.reconcile_at && cfg.reconcile_at <= 1.0 && cfg.reconcile_to >= 0.0) {
-            anyhow::bail!("policy: need 0 ≤ reconcile_to < reconcile_at ≤ 1");
+        if !(cfg.reconcile_at > 0.0 && cfg.reconcile_at <= 1.0) {
+            anyhow::bail!("policy: reconcile_at must be in (0, 1], got {}", cfg.reconcile_at);
         }
         if V::KIND == Kind::SpRm && cfg.swap_area.bytes() < huge {
             anyhow::bail!("policy.sprm.swap_area: at least one huge page ({}), got {}", Size(huge), Size(cfg.swap_area.bytes()));
@@ -431,9 +455,10 @@ where
             counts: vec![0; units],
             moved: vec![false; units],
             mbq: vec![0; units],
+            reconciled_in: vec![false; (fast.frames >> (huge_shift - 12)) as usize + 1],
             lru,
             hot: Vec::new(),
-            seen: 0,
+            window_start: 0,
             benefit: 0,
             moved_in_interval: 0,
             migrations: 0,
@@ -458,12 +483,16 @@ where
             self.hot = hot;
             self.hot.clear();
             let r = mech.remap();
-            if r.occupancy() as f64 >= self.cfg.reconcile_at * r.capacity() as f64 {
+            if r.occupancy() as f64 > self.cfg.reconcile_at * r.capacity() as f64 {
                 self.make_room(mech);
             }
         }
-        if self.cfg.adaptive && self.seen >= self.cfg.adapt_interval {
-            self.adapt();
+        if self.cfg.adaptive {
+            let now = mech.now();
+            if now >= self.window_start + self.cfg.adapt_cycles {
+                self.window_start = now;
+                self.adapt();
+            }
         }
     }
 
@@ -492,6 +521,37 @@ where
     }
 }
 
+/// MigC's cold-page choice: the first fast huge frame from the LRU tail (`order`)
+/// that holds a page and can be swapped (`check` gives both). Frames on the way that
+/// hold no page (free, or held for a move) are returned to be taken off the list:
+/// they come back when accessed. At most 256 are looked at.
+fn pick_victim(order: impl Iterator<Item = u64>, mut check: impl FnMut(u64) -> (bool, bool)) -> (Option<u64>, Vec<u64>) {
+    let mut stale = Vec::new();
+    for h in order.take(256) {
+        match check(h) {
+            (_, true) => return (Some(h), stale),
+            (false, _) => stale.push(h),
+            _ => {}
+        }
+    }
+    (None, stale)
+}
+
+/// SpAR's reconciliation order over (subpages moved, cycle made, old frame): most
+/// moved first, then oldest.
+fn reconcile_order(mut entries: Vec<(u32, u64, u64)>) -> Vec<u64> {
+    entries.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    entries.into_iter().map(|e| e.2).collect()
+}
+
+/// SpRM's choice of subpages to move back: the `n` with the lowest Migration Benefit
+/// Quotient (accesses since migration, §3), the lowest old frame first among equals.
+fn lowest_mbq(mut moved: Vec<(u32, u64)>, n: usize) -> Vec<(u32, u64)> {
+    moved.sort_unstable();
+    moved.truncate(n);
+    moved
+}
+
 /// Ties a variant to its configuration type.
 pub trait VariantConfig: Variant {
     type Config;
@@ -505,4 +565,55 @@ impl VariantConfig for SpAr {
 }
 impl VariantConfig for SpRm {
     type Config = SpRmConfig;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_victim_is_the_least_recent_swappable_page() {
+        // LRU tail first: 7 is free (no page), 3 is a page already in the table,
+        // 5 is a page with no entry → 5; 7 leaves the list, 3 stays.
+        let (v, stale) = pick_victim([7, 3, 5, 1].into_iter(), |h| match h {
+            7 => (false, false),
+            3 => (true, false),
+            _ => (true, true),
+        });
+        assert_eq!((v, stale), (Some(5), vec![7]));
+        assert_eq!(pick_victim([2, 4].into_iter(), |_| (true, false)), (None, vec![]));
+    }
+
+    #[test]
+    fn reverse_migration_takes_the_lowest_mbq_first() {
+        // (MBQ, old frame): the two least beneficial are 0@900 and 3@100; ties go to the
+        // lower frame.
+        let moved = vec![(12, 400), (3, 100), (0, 900), (3, 300), (50, 200)];
+        assert_eq!(lowest_mbq(moved.clone(), 2), vec![(0, 900), (3, 100)]);
+        assert_eq!(lowest_mbq(moved, 3)[2], (3, 300));
+    }
+
+    #[test]
+    fn reconciliation_takes_the_most_moved_pages_first_then_the_oldest() {
+        // (subpages moved, cycle made, old frame)
+        let order = reconcile_order(vec![(2, 50, 10), (8, 90, 20), (2, 10, 30), (5, 70, 40)]);
+        assert_eq!(order, vec![20, 40, 30, 10]);
+    }
+
+    #[test]
+    fn the_threshold_adapts_as_the_authors_rule_says() {
+        let c = SpArConfig::default().0;
+        // 300 migrations in the interval (> 240), MBQ 1000 (< 1600): doubles.
+        assert_eq!(adapted(&c, 2048, 300, 1000 * 50, 50), 4096);
+        // At its maximum it stays.
+        assert_eq!(adapted(&c, 4096, 300, 1000 * 50, 50), 4096);
+        // 300 migrations but MBQ 2000 ≥ 1600: they pay, keep.
+        assert_eq!(adapted(&c, 2048, 300, 2000 * 50, 50), 2048);
+        // 100 migrations (< 160), MBQ 1000 (< 1120): halves, not below 512.
+        assert_eq!(adapted(&c, 2048, 100, 1000 * 50, 50), 1024);
+        assert_eq!(adapted(&c, 512, 100, 1000 * 50, 50), 512);
+        // 200 migrations: between the two limits, keep; no migration yet: keep.
+        assert_eq!(adapted(&c, 2048, 200, 0, 50), 2048);
+        assert_eq!(adapted(&c, 2048, 0, 0, 0), 2048);
+    }
 }
