@@ -131,6 +131,10 @@ pub struct Config {
 pub const PRESETS: &[(&str, &str, &str)] = &[
     ("rainbow", "Rainbow Table IV: 4 GiB DRAM + 32 GiB PCM, 3.2 GHz, split TLBs", include_str!("../../presets/rainbow.toml")),
     ("spar", "SpAR/SpRM §4: 1 GiB HBM (8 ch) + 16 GiB PCM (2 ch), 512 KiB huge pages", include_str!("../../presets/spar.toml")),
+    ("spar-frag", "SpAR 16-core mix: very friendly, internal fragmentation (mcf-like): hot 4 KiB pages scattered over many huge pages", include_str!("../../presets/spar-frag.toml")),
+    ("spar-dense", "SpAR 16-core mix: uniformly hot huge pages: contiguous hot regions and windows (lbm-like)", include_str!("../../presets/spar-dense.toml")),
+    ("spar-unfriendly", "SpAR 16-core mix: nothing to gain from migration: random updates, streams, chases over more than fits (milc/Gems-like)", include_str!("../../presets/spar-unfriendly.toml")),
+    ("spar-blend", "SpAR 16-core mix: a blend of the three classes, as the paper's mix3 and mix6", include_str!("../../presets/spar-blend.toml")),
     ("optane", "HMM-V Table 2: DRAM + Optane PMem (310/94 ns)", include_str!("../../presets/optane.toml")),
     ("thermostat", "Thermostat §4: DRAM + ~1 µs slow memory, 2 MiB huge pages", include_str!("../../presets/thermostat.toml")),
     (

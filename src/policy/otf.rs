@@ -56,6 +56,10 @@ params! {
         /// runs (§2.2: 50 %), one page (or pair) at a time until it is back to it, as
         /// the authors' MigC does.
         pub reconcile_at: f64 = 0.5,
+        /// SpAR reconciles only pages with at least this share of their subpages moved
+        /// ("very high percentage", §3; the value is our choice), unless the table has
+        /// no room left for a new pair: then the best page goes whatever its share.
+        pub reconcile_min_share: f64 = 0.5,
         /// Migration-queue entries per memory controller (Table 1: 32).
         pub mig_queue_entries: u32 = 32,
         /// Page walk to rewrite a PTE at reconciliation, in cycles (Table 2: 150).
@@ -294,9 +298,15 @@ impl<V: Variant> Otf<V> {
     /// (the authors' MigC takes the table in order).
     fn reconcile(&mut self, target: usize, mech: &mut Mechanisms<Remap>) {
         let r = mech.remap();
+        let subpages = 1u32 << (self.huge_shift - 12 - self.unit_shift);
         let order = reconcile_order(r.entries().filter(|(_, e)| e.old >= self.slow_base && !e.returning).map(|(_, e)| (e.migrated.count_ones(), e.created, e.old)).collect());
-        for old in order {
-            if mech.remap().occupancy() < target.max(1) {
+        for (moved, old) in order {
+            let r = mech.remap();
+            if r.occupancy() < target.max(1) {
+                break;
+            }
+            let full = r.occupancy() + 2 > r.capacity();
+            if (moved as f64) < self.cfg.reconcile_min_share * subpages as f64 && !full {
                 break;
             }
             let e = mech.remap().entry_of(old).map(|s| *mech.remap().entry(s));
@@ -427,6 +437,9 @@ where
         if !unit.is_power_of_two() || unit < 4096 || unit > huge {
             anyhow::bail!("policy: subpage ({}) must be a power of two from 4KiB to the huge page ({})", Size(unit), Size(huge));
         }
+        if !(0.0..=1.0).contains(&cfg.reconcile_min_share) {
+            anyhow::bail!("policy: reconcile_min_share must be in [0, 1], got {}", cfg.reconcile_min_share);
+        }
         if cfg.threshold == 0 || cfg.threshold_min == 0 || cfg.threshold_min > cfg.threshold_max {
             anyhow::bail!("policy: threshold and threshold_min must be positive, threshold_min ≤ threshold_max");
         }
@@ -539,9 +552,9 @@ fn pick_victim(order: impl Iterator<Item = u64>, mut check: impl FnMut(u64) -> (
 
 /// SpAR's reconciliation order over (subpages moved, cycle made, old frame): most
 /// moved first, then oldest.
-fn reconcile_order(mut entries: Vec<(u32, u64, u64)>) -> Vec<u64> {
+fn reconcile_order(mut entries: Vec<(u32, u64, u64)>) -> Vec<(u32, u64)> {
     entries.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-    entries.into_iter().map(|e| e.2).collect()
+    entries.into_iter().map(|e| (e.0, e.2)).collect()
 }
 
 /// SpRM's choice of subpages to move back: the `n` with the lowest Migration Benefit
@@ -597,7 +610,7 @@ mod tests {
     fn reconciliation_takes_the_most_moved_pages_first_then_the_oldest() {
         // (subpages moved, cycle made, old frame)
         let order = reconcile_order(vec![(2, 50, 10), (8, 90, 20), (2, 10, 30), (5, 70, 40)]);
-        assert_eq!(order, vec![20, 40, 30, 10]);
+        assert_eq!(order, vec![(8, 20), (5, 40), (2, 30), (2, 10)]);
     }
 
     #[test]
