@@ -142,12 +142,53 @@ fn verify_passes_for_every_baseline_on_every_workload() {
                 "policy.lru.scans_per_run=10",
                 "policy.thermostat.periods_per_run=3",
                 &format!("policy.name=\"{policy}\""),
+                // SpRM's swap area takes whole huge pages of the fast tier.
+                if format!("{policy}") == "sprm" { "machine.tiers.fast.capacity=\"50%\"" } else { "machine.cores=1" },
             ]);
             let r = run(&cfg, &RunOptions { verify: true, ..Default::default() })
                 .unwrap_or_else(|e| panic!("{policy} on {workload}: {e}"));
             assert!(r.sim.verified_reads > 0 || workload == &"gups" && r.summary.references == 0);
         }
     }
+}
+
+#[test]
+fn migration_controller_policies_move_reconcile_and_reverse_under_verify() {
+    // The spar machine scaled down (8 MiB HBM, 512 KiB pages) with a low threshold
+    // and a small ReMap table, so that every mechanism runs in a short run: moves,
+    // wait-queue service, reconciliation (SpAR, huge pages) and reverse migration
+    // (SpRM), each checked by shadow memory and the invariants at every epoch.
+    let mut reconciled = 0;
+    let mut reversed = 0;
+    let mut moved = 0;
+    for (workload, _) in WORKLOADS {
+        for policy in ["hugepage-otf", "spar", "sprm"] {
+            let cfg = preset(
+                "spar",
+                &[
+                    &format!("workload.name=\"{workload}\""),
+                    "workload.footprint=\"24MiB\"",
+                    "workload.refs=25000",
+                    "machine.tiers.fast.capacity=\"8MiB\"",
+                    "machine.caches.1.size=\"256KiB\"",
+                    "engine.epoch_cycles=200000",
+                    "engine.check_invariants=true",
+                    &format!("policy.name=\"{policy}\""),
+                    &format!("policy.{policy}.threshold=8"),
+                    &format!("policy.{policy}.threshold_min=4"),
+                    &format!("policy.{policy}.remap_entries=16"),
+                    "policy.spar.adapt_cycles=100000",
+                ],
+            );
+            let r = run(&cfg, &RunOptions { verify: true, ..Default::default() }).unwrap_or_else(|e| panic!("{policy} on {workload}: {e}"));
+            let remap = &r.redirect["remap"];
+            moved += remap["promoted"]["pages"].as_u64().unwrap();
+            reconciled += remap["reconciliations"].as_u64().unwrap();
+            reversed += remap["reversed"]["pages"].as_u64().unwrap();
+            assert!(remap["peak_entries"].as_u64().unwrap() <= 16);
+        }
+    }
+    assert!(moved > 100 && reconciled > 10 && reversed > 10, "moved {moved}, reconciled {reconciled}, reversed {reversed}");
 }
 
 #[test]
@@ -397,6 +438,8 @@ fn copy_policies_pass_verify_on_every_workload_while_copies_churn() {
                 "machine.tiers.slow.capacity=\"200%\"",
                 caches,
                 &format!("policy.name=\"{policy}\""),
+                // SpRM's swap area takes whole huge pages of the fast tier.
+                if format!("{policy}") == "sprm" { "machine.tiers.fast.capacity=\"50%\"" } else { "machine.cores=1" },
             ]);
             let r = run(&cfg, &RunOptions { verify: true, ..Default::default() }).unwrap_or_else(|e| panic!("{policy} on {workload}: {e}"));
             let what = format!("{policy} on {workload}");

@@ -284,7 +284,7 @@ impl<R: Redirect> Machine<R> {
         cfg.page_table.thp = b.thp;
         let caps = capacities::<R>(&cfg, b)?;
         let huge_bytes = cfg.page_table.huge_page.bytes();
-        let fast_reserved = R::reserved_fast_huge_frames(&b.redirect, huge_bytes) * huge_bytes;
+        let fast_reserved = R::reserved_fast_huge_frames(&b.redirect, caps.bytes[0], huge_bytes) * huge_bytes;
         if fast_reserved >= caps.bytes[0] {
             anyhow::bail!(
                 "machine.tiers.fast.capacity: {} cannot hold the {} the machine's redirection structure reserves in it",

@@ -82,7 +82,7 @@ pub trait Redirect: Sized {
 
     /// Huge frames of the fast tier the structure keeps for itself (SpRM's swap
     /// area): reserved before the run, so first touch never sees them.
-    fn reserved_fast_huge_frames(_spec: &Self::Spec, _huge_bytes: u64) -> u64 {
+    fn reserved_fast_huge_frames(_spec: &Self::Spec, _fast_bytes: u64, _huge_bytes: u64) -> u64 {
         0
     }
 

@@ -79,9 +79,9 @@ pub struct RemapSpec {
     /// Migration-queue entries per memory controller (Table 1: 32): the lines MigC
     /// keeps in flight on each channel of a tier.
     pub mig_queue_entries: u32,
-    /// Bytes of the fast tier reserved as SpRM's swap area, rounded up to huge
-    /// pages (0 = none).
-    pub swap_area_bytes: u64,
+    /// Share of the fast tier reserved as SpRM's swap area, rounded up to whole
+    /// huge pages (0 = none).
+    pub swap_area_share: f64,
     /// Cycles of the page walk that finds a PTE to rewrite at reconciliation (Table 2: 150).
     pub walk_cycles: u64,
     /// Cycles of the OS's reverse mapping per page reconciled (Table 2: 4 480,
@@ -101,7 +101,7 @@ impl Default for RemapSpec {
             entry_frames: 0,
             unit_frames: 16,
             mig_queue_entries: 32,
-            swap_area_bytes: 0,
+            swap_area_share: 0.0,
             walk_cycles: 150,
             reverse_map_cycles: 4480,
             invalidate_cycles_per_line: 1,
@@ -328,8 +328,8 @@ impl Remap {
 impl Redirect for Remap {
     type Spec = RemapSpec;
 
-    fn reserved_fast_huge_frames(spec: &RemapSpec, huge_bytes: u64) -> u64 {
-        spec.swap_area_bytes.div_ceil(huge_bytes)
+    fn reserved_fast_huge_frames(spec: &RemapSpec, fast_bytes: u64, huge_bytes: u64) -> u64 {
+        ((spec.swap_area_share * fast_bytes as f64) as u64).div_ceil(huge_bytes)
     }
 
     fn build(spec: &RemapSpec, layout: &Layout, _reserved: Vec<u64>, swap: Vec<u64>) -> anyhow::Result<Remap> {

@@ -231,8 +231,9 @@ fn the_table_refuses_when_full() {
 
 #[test]
 fn reverse_migration_moves_a_subpage_back_and_drops_its_entry_when_done() {
-    // SpRM: entries are subpages, targets slots of a one-huge-frame swap area.
-    let spec = RemapSpec { entry_frames: 16, unit_frames: 16, swap_area_bytes: HUGE, ..RemapSpec::default() };
+    // SpRM: entries are subpages, targets slots of a swap area of 1/8 of the 4 MiB
+    // fast tier: one huge frame of 8 slots.
+    let spec = RemapSpec { entry_frames: 16, unit_frames: 16, swap_area_share: 0.125, ..RemapSpec::default() };
     let (mut m, mut rt) = machine(spec, true);
     assert_eq!(m.redirect().swap_slots(), (8, 8));
     let (_, (hot, hot_pfn)) = pages(&m);

@@ -66,8 +66,10 @@ params! {
         pub walk_cycles: u64 = 150,
         /// OS reverse mapping per page reconciled, in cycles (Table 2: 4 480).
         pub reverse_map_cycles: u64 = 4480,
-        /// SpRM's swap area in the fast tier (0 = none: subpages go into huge frames).
-        pub swap_area: Size = Size(0),
+        /// SpRM's swap area: the share of the fast tier reserved for moved subpages,
+        /// rounded up to huge pages. The paper's "large swap" gives no size (nor does
+        /// the authors' public model): 1/8 (128 MiB of the 1 GiB HBM) is our choice.
+        pub swap_area: f64 = 0.0,
         /// Pages placed in the fast tier, then in the slow tier, in turn (§4: 4 and 4).
         pub fast_pages: u32 = 4,
         pub slow_pages: u32 = 4,
@@ -117,9 +119,15 @@ macro_rules! variant {
             }
         }
         #[doc = $doc]
-        #[derive(Clone, Debug, Serialize, Deserialize)]
+        #[derive(Clone, Debug, Serialize)]
         #[serde(transparent)]
         pub struct $cfg(pub OtfConfig);
+        impl<'de> Deserialize<'de> for $cfg {
+            /// Keys not given keep this policy's defaults (not `OtfConfig`'s).
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                with_defaults($v::defaults(), toml::Table::deserialize(d)?).map($cfg).map_err(serde::de::Error::custom)
+            }
+        }
         impl Default for $cfg {
             fn default() -> Self {
                 $cfg($v::defaults())
@@ -148,7 +156,14 @@ variant!(HugePageOtf, HugePageConfig, Kind::HugePage, "Parameters of `hugepage-o
     ..OtfConfig::default()
 });
 variant!(SpAr, SpArConfig, Kind::SpAr, "Parameters of `spar`.", OtfConfig::default());
-variant!(SpRm, SpRmConfig, Kind::SpRm, "Parameters of `sprm`.", OtfConfig { adaptive: false, swap_area: Size(128 << 20), ..OtfConfig::default() });
+variant!(SpRm, SpRmConfig, Kind::SpRm, "Parameters of `sprm`.", OtfConfig { adaptive: false, swap_area: 0.125, ..OtfConfig::default() });
+
+/// `given` over `defaults`, checked as an `OtfConfig` (unknown keys refused).
+fn with_defaults(defaults: OtfConfig, given: toml::Table) -> Result<OtfConfig, String> {
+    let mut t = toml::Table::try_from(defaults).map_err(|e| e.to_string())?;
+    t.extend(given);
+    OtfConfig::deserialize(t).map_err(|e| e.to_string())
+}
 
 /// One period of the time series.
 #[derive(Clone, Debug, Serialize)]
@@ -421,7 +436,7 @@ where
                 entry_frames: if V::KIND == Kind::SpRm { cfg.subpage.bytes() >> 12 } else { 0 },
                 unit_frames: cfg.subpage.bytes() >> 12,
                 mig_queue_entries: cfg.mig_queue_entries,
-                swap_area_bytes: if V::KIND == Kind::SpRm { cfg.swap_area.bytes() } else { 0 },
+                swap_area_share: if V::KIND == Kind::SpRm { cfg.swap_area } else { 0.0 },
                 walk_cycles: cfg.walk_cycles,
                 reverse_map_cycles: cfg.reverse_map_cycles,
                 ..RemapSpec::default()
@@ -446,8 +461,8 @@ where
         if !(cfg.reconcile_at > 0.0 && cfg.reconcile_at <= 1.0) {
             anyhow::bail!("policy: reconcile_at must be in (0, 1], got {}", cfg.reconcile_at);
         }
-        if V::KIND == Kind::SpRm && cfg.swap_area.bytes() < huge {
-            anyhow::bail!("policy.sprm.swap_area: at least one huge page ({}), got {}", Size(huge), Size(cfg.swap_area.bytes()));
+        if V::KIND == Kind::SpRm && !(cfg.swap_area > 0.0 && cfg.swap_area < 1.0) {
+            anyhow::bail!("policy.sprm.swap_area: a share of the fast tier in (0, 1), got {}", cfg.swap_area);
         }
         let (fast, slow) = (info.tier(TierId::FAST), info.tier(TierId::SLOW));
         let unit_shift = (unit >> 12).trailing_zeros();
@@ -583,6 +598,15 @@ impl VariantConfig for SpRm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partial_table_keeps_the_policys_own_defaults() {
+        let c: SpRmConfig = toml::from_str("threshold = 8").unwrap();
+        assert_eq!((c.0.threshold, c.0.swap_area, c.0.adaptive), (8, 0.125, false));
+        let h: HugePageConfig = toml::from_str("remap_entries = 64").unwrap();
+        assert_eq!((h.0.threshold, h.0.subpage.bytes(), h.0.remap_entries), (16384, 0, 64));
+        assert!(toml::from_str::<SpArConfig>("thresold = 8").unwrap_err().to_string().contains("thresold"));
+    }
 
     #[test]
     fn the_victim_is_the_least_recent_swappable_page() {
