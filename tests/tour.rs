@@ -116,6 +116,11 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
         ("--trace threads.tsim", &[], |r| {
             assert_eq!(r.report()["cores"].as_array().unwrap().len(), 2, "one core per thread:\n{}", r.stdout);
         }),
+        ("compare --preset spar-frag --policies round-robin,hugepage-otf,spar,sprm", &["--set", "workload.refs=20000", "--set", "workload.footprint=16MiB"], |r| {
+            for p in ["round-robin", "hugepage-otf", "spar", "sprm"] {
+                assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);
+            }
+        }),
         ("compare --preset rainbow --policies flat-static,hscc-4k,hscc-2m,rainbow,all-fast", &[], |r| {
             for p in ["flat-static", "hscc-4k", "hscc-2m", "rainbow", "all-fast"] {
                 assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);
