@@ -143,7 +143,7 @@ fn verify_passes_for_every_baseline_on_every_workload() {
                 "policy.thermostat.periods_per_run=3",
                 &format!("policy.name=\"{policy}\""),
                 // SpRM's swap area takes whole huge pages of the fast tier.
-                if policy.to_string() == "sprm" { "machine.tiers.fast.capacity=\"50%\"" } else { "machine.cores=1" },
+                if *policy == "sprm" { "machine.tiers.fast.capacity=\"50%\"" } else { "machine.cores=1" },
             ]);
             let r = run(&cfg, &RunOptions { verify: true, ..Default::default() })
                 .unwrap_or_else(|e| panic!("{policy} on {workload}: {e}"));
@@ -438,8 +438,6 @@ fn copy_policies_pass_verify_on_every_workload_while_copies_churn() {
                 "machine.tiers.slow.capacity=\"200%\"",
                 caches,
                 &format!("policy.name=\"{policy}\""),
-                // SpRM's swap area takes whole huge pages of the fast tier.
-                if policy.to_string() == "sprm" { "machine.tiers.fast.capacity=\"50%\"" } else { "machine.cores=1" },
             ]);
             let r = run(&cfg, &RunOptions { verify: true, ..Default::default() }).unwrap_or_else(|e| panic!("{policy} on {workload}: {e}"));
             let what = format!("{policy} on {workload}");
