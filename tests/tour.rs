@@ -101,6 +101,10 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
             let v: Value = serde_json::from_str(&std::fs::read_to_string(r.dir.join("stats.json")).unwrap()).unwrap();
             assert!(v["pages_4k"].as_u64().unwrap() > 0 && r.stdout.contains("footprint"), "{}", r.stdout);
         }),
+        ("inspect --preset spar-frag", &["--set", "workload.refs=20000", "--set", "workload.footprint=16MiB"], |r| {
+            assert!(r.stdout.contains("huge pages used (subpage-migration paper Fig. 1"), "{}", r.stdout);
+            assert!(r.stdout.lines().any(|l| l.trim_start().starts_with("15 ")), "a row for each of the 16 tenants:\n{}", r.stdout);
+        }),
         ("--trace sqlite.tsim --set machine.tiers.fast.capacity", &[], |r| {
             let v = r.report();
             assert!(r.stdout.contains("measured from the traces"), "{}", r.stdout);

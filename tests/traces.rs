@@ -153,6 +153,46 @@ fn every_format_round_trips_through_native() {
     assert_eq!(convert_and_read(&data("true.tsim"), "native"), original);
 }
 
+/// `inspect` on a configuration's workload: each core's stream in its tenant, with
+/// Fig. 1's rows per tenant; a trace replayed twice (two tenants) gives the single
+/// trace's row twice and twice its pages in total.
+#[test]
+fn inspect_reads_a_configured_workload_and_reports_huge_page_use_per_tenant() {
+    let rows = |args: &[&str]| -> Vec<serde_json::Value> {
+        let out = temp(&format!("inspect-{}.json", args.len()));
+        let mut all = args.to_vec();
+        all.extend(["--json", &out]);
+        let run = tiersim(&all);
+        assert!(run.status.success(), "{args:?}: {}", String::from_utf8_lossy(&run.stderr));
+        assert!(String::from_utf8_lossy(&run.stdout).contains("huge pages used (subpage-migration paper Fig. 1"));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        v["huge_page_use"].as_array().unwrap().clone()
+    };
+    let single = rows(&["inspect", &data("true.tsim")]);
+    assert_eq!(single.len(), 2, "{single:?}");
+    let twice = rows(&["inspect", "--trace", &data("true.tsim"), "--trace", &data("true.tsim")]);
+    assert_eq!(twice.len(), 3, "{twice:?}");
+    assert_eq!((twice[1]["tenant"].as_u64(), twice[2]["tenant"].as_u64()), (Some(0), Some(1)));
+    for t in &twice[1..] {
+        assert_eq!(t["sizes"], single[1]["sizes"]);
+        assert_eq!(t["pages_4k"], single[1]["pages_4k"]);
+    }
+    assert_eq!(twice[0]["pages_4k"].as_u64().unwrap(), 2 * single[0]["pages_4k"].as_u64().unwrap());
+    assert_eq!(twice[0]["sizes"][0]["ratio"], single[0]["sizes"][0]["ratio"]);
+    let mix = rows(&["inspect", "--mix", "uniform,seqscan", "--footprint", "8MiB", "--refs", "20000"]);
+    assert_eq!(mix.len(), 3);
+    let pages = |r: &serde_json::Value| r["pages_4k"].as_u64().unwrap();
+    assert_eq!(pages(&mix[0]), pages(&mix[1]) + pages(&mix[2]));
+    for r in &mix {
+        for s in r["sizes"].as_array().unwrap() {
+            let ratio = s["ratio"].as_f64().unwrap();
+            let expect = (pages(r) << 12) as f64 / (s["huge_pages"].as_u64().unwrap() * s["huge_page_bytes"].as_u64().unwrap()) as f64;
+            assert!(ratio > 0.0 && ratio <= 1.0 && (ratio - expect).abs() < 1e-12, "{r:?}");
+        }
+    }
+    bad(&["inspect", &data("true.tsim"), "--preset", "spar-frag"], "--preset: inspects a configuration's workload, so it cannot be combined with a trace to inspect");
+}
+
 #[test]
 fn bad_traces_fail_with_file_line_and_exit_code_2() {
     let path = temp("bad.lk");

@@ -30,20 +30,19 @@ pub struct ConvertArgs {
 
 #[derive(Args, Debug)]
 pub struct InspectArgs {
-    /// Trace to read (`-` for standard input), any supported format, optionally compressed.
-    pub trace: String,
+    /// Trace to read (`-` for standard input), any supported format, optionally
+    /// compressed. Without it, the workload of the configuration the other options
+    /// give (e.g. `--preset spar-frag`, `--workload kv`) is inspected: every core's
+    /// stream, taken in turn one batch at a time.
+    pub trace: Option<String>,
     /// References per interval of the hot-page statistics.
     #[arg(long, default_value_t = 1_000_000, allow_negative_numbers = true)]
     pub interval: u64,
-    /// Format of the trace (default: detected from its content).
-    #[arg(long)]
-    pub format: Option<String>,
-    /// Skip malformed lines (and count them) instead of stopping at the first.
-    #[arg(long)]
-    pub skip_malformed: bool,
     /// Write every statistic as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub cfg: super::ConfigArgs,
 }
 
 fn open_options(format: &Option<String>, skip_malformed: bool) -> Result<OpenOptions> {
@@ -62,21 +61,123 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
     if args.interval == 0 {
         bail!("--interval: must be at least 1 reference");
     }
-    let json = OutputFile::create_opt("--json", &args.json, &[&args.trace], &[])?;
+    let c = &args.cfg;
+    if let Some(t) = &args.trace {
+        let config_given = [
+            ("--config", c.config.is_some()),
+            ("--preset", c.preset.is_some()),
+            ("--workload", c.workload.is_some()),
+            ("--mix", !c.mix.is_empty()),
+            ("--tenants", !c.tenants.is_empty()),
+            ("--footprint", c.footprint.is_some()),
+            ("--refs", c.refs.is_some()),
+            ("--seed", c.seed.is_some()),
+            ("--set", !c.sets.is_empty()),
+            ("--trace", !c.traces.is_empty()),
+            ("--tenant", !c.trace_tenants.is_empty()),
+        ];
+        if let Some((option, _)) = config_given.iter().find(|g| g.1) {
+            bail!("{option}: inspects a configuration's workload, so it cannot be combined with a trace to inspect ({t})");
+        }
+    }
+    let mut inputs: Vec<&str> = args.trace.iter().map(String::as_str).collect();
+    inputs.extend(c.traces.iter().map(String::as_str));
+    let json = OutputFile::create_opt("--json", &args.json, &inputs, &[])?;
     interrupt::install(false);
-    let mut opened = trace::open(&args.trace, &open_options(&args.format, args.skip_malformed)?)?;
-    print_notes(&opened);
-    let mut r = analysis::inspect(opened.source.as_mut(), args.interval)?;
-    r.trace = args.trace.clone();
-    r.format = match opened.compression {
-        Some(c) => format!("{}, {c}-compressed", opened.format),
-        None => opened.format.name().to_string(),
+    let r = match &args.trace {
+        Some(path) => {
+            let mut opened = trace::open(path, &open_options(&c.format, c.skip_malformed)?)?;
+            print_notes(&opened);
+            let mut r = analysis::inspect(opened.source.as_mut(), args.interval)?;
+            r.trace = path.clone();
+            r.format = match opened.compression {
+                Some(c) => format!("{}, {c}-compressed", opened.format),
+                None => opened.format.name().to_string(),
+            };
+            r
+        }
+        None => {
+            let cfg = c.load()?;
+            let mut sources = Vec::new();
+            let mut names = Vec::new();
+            for slot in cfg.slots()? {
+                match &slot.trace {
+                    Some(t) => {
+                        let opts = OpenOptions { format: t.format, skip_malformed: t.skip_malformed, thread: t.thread };
+                        let opened = trace::open(&t.path, &opts)?;
+                        print_notes(&opened);
+                        let retag = (!opened.record_tenants).then_some(slot.tenant);
+                        sources.push(Retag { inner: trace::take(opened.source, t.refs), tenant: retag });
+                        names.push(t.path.clone());
+                    }
+                    None => {
+                        sources.push(Retag { inner: crate::workload::build(&slot.workload, slot.core as u16, slot.tenant)?, tenant: None });
+                        names.push(slot.workload.name.clone());
+                    }
+                }
+            }
+            let mut all = Interleave::new(sources);
+            let mut r = analysis::inspect(&mut all, args.interval)?;
+            r.trace = names.join(",");
+            r.format = "configured workload, cores in turn".to_string();
+            r
+        }
     };
+    if r.references == 0 {
+        eprintln!("tiersim: note: {} holds no references", r.trace);
+    }
     print!("{}", analysis::table(&r));
     if let Some(out) = json {
         out.write_all_and_commit((serde_json::to_string_pretty(&r)? + "\n").as_bytes())?;
     }
     Ok(())
+}
+
+/// A source whose records are given one tenant (a trace without per-record tenants
+/// replayed as a slot's tenant), or passed unchanged.
+struct Retag {
+    inner: Box<dyn trace::Source>,
+    tenant: Option<u16>,
+}
+
+/// Several sources read in turn, one batch from each, until all are exhausted.
+struct Interleave {
+    sources: Vec<Retag>,
+    /// Sources not yet exhausted, in turn order; `next` indexes it.
+    live: Vec<usize>,
+    next: usize,
+}
+
+impl Interleave {
+    fn new(sources: Vec<Retag>) -> Self {
+        Interleave { live: (0..sources.len()).collect(), sources, next: 0 }
+    }
+}
+
+impl trace::Source for Interleave {
+    fn fill(&mut self, out: &mut Vec<Access>, max: usize) -> Result<()> {
+        while !self.live.is_empty() {
+            let at = self.next % self.live.len();
+            let s = &mut self.sources[self.live[at]];
+            let start = out.len();
+            s.inner.fill(out, max)?;
+            if out.len() == start {
+                self.live.remove(at);
+                self.next = at;
+                continue;
+            }
+            if let Some(t) = s.tenant {
+                out[start..].iter_mut().for_each(|a| a.tenant = t);
+            }
+            self.next = at + 1;
+            return Ok(());
+        }
+        Ok(())
+    }
+
+    fn malformed_skipped(&self) -> u64 {
+        self.sources.iter().map(|s| s.inner.malformed_skipped()).sum()
+    }
 }
 
 /// Copies `source` into a native trace on `out`; returns (records, bytes written).

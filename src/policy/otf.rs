@@ -393,6 +393,17 @@ fn adapted(cfg: &OtfConfig, threshold: u32, in_interval: u64, benefit: u64, migr
     }
 }
 
+/// Counts one access to slow unit `u` and queues it for migration once its count is
+/// at or above the threshold — not only equal to it: a lowered threshold must still
+/// catch the units already counted past it (MigC's comparator is ≥).
+#[inline]
+fn count_access(count: &mut u32, u: usize, threshold: u32, hot: &mut Vec<u64>) {
+    *count += 1;
+    if *count >= threshold {
+        hot.push(u as u64);
+    }
+}
+
 impl<V: Variant> Observer for Otf<V> {
     #[inline]
     fn on_memory_access(&mut self, e: &MemEvent) {
@@ -404,10 +415,7 @@ impl<V: Variant> Observer for Otf<V> {
                 self.mbq[u] = self.mbq[u].saturating_add(1);
                 self.benefit += 1;
             } else {
-                self.counts[u] += 1;
-                if self.counts[u] == self.threshold {
-                    self.hot.push(u as u64);
-                }
+                count_access(&mut self.counts[u], u, self.threshold, &mut self.hot);
             }
         } else if let Some(h) = self.fast_huge(e.paddr) {
             self.lru.push_head(h, Which::Inactive);
@@ -504,7 +512,9 @@ where
         if !self.hot.is_empty() {
             let hot = std::mem::take(&mut self.hot);
             for &u in &hot {
-                if !self.moved[u as usize] {
+                // A unit pushed twice before this drain was moved, or reset by a
+                // refused try, the first time.
+                if !self.moved[u as usize] && self.counts[u as usize] >= self.threshold {
                     self.migrate(u as usize, mech);
                 }
             }
@@ -635,6 +645,18 @@ mod tests {
         // (subpages moved, cycle made, old frame)
         let order = reconcile_order(vec![(2, 50, 10), (8, 90, 20), (2, 10, 30), (5, 70, 40)]);
         assert_eq!(order, vec![(8, 20), (5, 40), (2, 30), (2, 10)]);
+    }
+
+    #[test]
+    fn a_unit_counted_past_a_lowered_threshold_is_queued() {
+        let mut hot = Vec::new();
+        let mut c = 1500;
+        // Threshold 2048: not yet.
+        count_access(&mut c, 7, 2048, &mut hot);
+        assert!(hot.is_empty());
+        // Halved to 1024 by the adaptive rule: the next access queues it.
+        count_access(&mut c, 7, 1024, &mut hot);
+        assert_eq!((c, hot), (1502, vec![7]));
     }
 
     #[test]

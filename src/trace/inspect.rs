@@ -14,6 +14,11 @@
 //!   each holds (1–32, 33–64, 65–128, 129–256, 257–384, 385–512).
 //! - memos §3.1: pages in the read domain and the write domain, a page being in the
 //!   write domain when 2 · writes ≥ reads (writes weigh double).
+//! - The subpage-migration paper's Fig. 1 (§2.3): per tenant, the 4 KiB pages touched
+//!   times 4 KiB over the huge pages touched times the huge-page size, for 512 KiB
+//!   (the paper's huge page, §5) and 2 MiB pages. 100 % means every huge page touched
+//!   is touched in all its 4 KiB pages; a low ratio is internal fragmentation, hot
+//!   data scattered over many huge pages.
 //!
 //! Rainbow measures every 10^8 cycles; a trace has no cycles, so intervals are
 //! counted in references. Memory is one counter pair per page touched (the whole
@@ -31,6 +36,10 @@ pub const HOT_SHARE: f64 = 0.70;
 
 /// Upper bounds of Rainbow Table II's bins of hot 4 KiB pages per superpage.
 pub const SUPERPAGE_BINS: [u32; 6] = [32, 64, 128, 256, 384, 512];
+
+/// Huge-page sizes of the Fig. 1 ratio (subpage-migration paper §2.3 and §5: its
+/// huge page is 512 KiB; 2 MiB is x86's).
+pub const HUGE_PAGE_SIZES: [u64; 2] = [512 << 10, 2 << 20];
 
 /// Reads and writes of one page.
 #[derive(Clone, Copy, Default)]
@@ -79,6 +88,27 @@ pub struct HotStats {
     pub write_domain_pages: u64,
 }
 
+/// How fully the huge pages of one size are used (Fig. 1 of the subpage-migration
+/// paper).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HugeUse {
+    pub huge_page_bytes: u64,
+    /// Huge pages of that size holding at least one page touched.
+    pub huge_pages: u64,
+    /// 4 KiB pages touched × 4 KiB / (`huge_pages` × `huge_page_bytes`).
+    pub ratio: f64,
+}
+
+/// Fig. 1's ratios of one tenant, or of all of them (`tenant` absent).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HugePageUse {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<u16>,
+    pub pages_4k: u64,
+    /// One per [`HUGE_PAGE_SIZES`].
+    pub sizes: Vec<HugeUse>,
+}
+
 /// Everything `tiersim inspect` reports.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Inspection {
@@ -96,6 +126,8 @@ pub struct Inspection {
     pub whole: HotStats,
     pub intervals: Vec<HotStats>,
     pub malformed_skipped: u64,
+    /// Fig. 1 of the subpage-migration paper: all tenants, then each tenant.
+    pub huge_page_use: Vec<HugePageUse>,
     /// The part of the program's run the trace holds, when not all of it (from a
     /// recorded trace's metadata).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -190,9 +222,53 @@ pub fn inspect(source: &mut dyn Source, interval: u64) -> Result<Inspection> {
     r.footprint_bytes = r.pages_4k << 12;
     r.whole = hot_stats(&all, 0, r.references);
     r.cdf = cdf(&all, r.references);
+    r.huge_page_use = huge_page_use(&all);
     r.malformed_skipped = source.malformed_skipped();
     r.sampled = source.meta().map(|m| TraceMeta::parse(m, "trace")).transpose()?.and_then(|m| m.sampled_run());
     Ok(r)
+}
+
+/// Fig. 1's ratios over all tenants (first) and per tenant, from the keys of the
+/// pages touched ([`page_key`]: the tenant above bit 48, the 4 KiB page number below).
+fn huge_page_use(pages: &IntMap<u64, Count>) -> Vec<HugePageUse> {
+    let mut keys: Vec<u64> = pages.keys().copied().collect();
+    keys.sort_unstable();
+    let tenant_of = |k: u64| (k >> 48) as u16;
+    // One row per tenant; sorted keys put each tenant's pages, and each huge page's
+    // 4 KiB pages, next to each other, so a huge page is new when its number changes.
+    let mut rows: Vec<(u16, u64, [u64; 2])> = Vec::new();
+    let shifts = HUGE_PAGE_SIZES.map(|b| (b >> 12).trailing_zeros());
+    let mut last = [u64::MAX; 2];
+    for &k in &keys {
+        let t = tenant_of(k);
+        if rows.last().map(|r| r.0) != Some(t) {
+            rows.push((t, 0, [0; 2]));
+        }
+        let row = rows.last_mut().unwrap();
+        row.1 += 1;
+        for i in 0..2 {
+            let region = k >> shifts[i];
+            if region != last[i] {
+                row.2[i] += 1;
+                last[i] = region;
+            }
+        }
+    }
+    let make = |tenant, pages_4k: u64, huge: [u64; 2]| HugePageUse {
+        tenant,
+        pages_4k,
+        sizes: (0..2)
+            .map(|i| HugeUse {
+                huge_page_bytes: HUGE_PAGE_SIZES[i],
+                huge_pages: huge[i],
+                ratio: if huge[i] == 0 { 0.0 } else { (pages_4k << 12) as f64 / (huge[i] * HUGE_PAGE_SIZES[i]) as f64 },
+            })
+            .collect(),
+    };
+    let total = rows.iter().fold((0, [0; 2]), |(p, h), r| (p + r.1, [h[0] + r.2[0], h[1] + r.2[1]]));
+    let mut out = vec![make(None, total.0, total.1)];
+    out.extend(rows.iter().map(|r| make(Some(r.0), r.1, r.2)));
+    out
 }
 
 /// The CDF of references per page at 1, 2, 4, … references, up to the hottest page.
@@ -215,6 +291,9 @@ fn cdf(pages: &IntMap<u64, Count>, references: u64) -> Vec<CdfPoint> {
 
 /// Intervals printed in the table (all are in the JSON).
 const TABLE_INTERVALS: usize = 24;
+
+/// Tenants printed in the Fig. 1 table (all are in the JSON).
+const TABLE_TENANTS: usize = 32;
 
 /// The human-readable report.
 pub fn table(r: &Inspection) -> String {
@@ -243,6 +322,15 @@ pub fn table(r: &Inspection) -> String {
     let _ = writeln!(s, "  {:>10}  {:>8}  {:>10}", "refs <=", "pages", "references");
     for p in &r.cdf {
         let _ = writeln!(s, "  {:>10}  {:>8}  {:>10}", p.refs_at_most, pct(p.pages), pct(p.references));
+    }
+    let _ = writeln!(s, "\nhuge pages used (subpage-migration paper Fig. 1: 4 KiB pages touched x 4 KiB / huge pages touched x size)");
+    let _ = writeln!(s, "  {:<8} {:>10} {:>12} {:>8} {:>10} {:>8}", "tenant", "4K pages", "512K pages", "ratio", "2M pages", "ratio");
+    for u in r.huge_page_use.iter().take(TABLE_TENANTS + 1) {
+        let label = u.tenant.map_or("all".to_string(), |t| t.to_string());
+        let _ = writeln!(s, "  {:<8} {:>10} {:>12} {:>8} {:>10} {:>8}", label, u.pages_4k, u.sizes[0].huge_pages, pct(u.sizes[0].ratio), u.sizes[1].huge_pages, pct(u.sizes[1].ratio));
+    }
+    if r.huge_page_use.len() > TABLE_TENANTS + 1 {
+        let _ = writeln!(s, "  … {} more tenants (all of them in --json)", r.huge_page_use.len() - TABLE_TENANTS - 1);
     }
     let _ = writeln!(s, "\nhot pages (Rainbow Table I: smallest set of 4 KiB pages with 70% of an interval's references) and");
     let _ = writeln!(s, "superpages by hot 4 KiB pages held (Rainbow Table II), intervals of {} references", r.interval_references);
@@ -325,5 +413,30 @@ mod tests {
         assert_eq!(pts, [(1, 0.5, 2.0 / 12.0), (2, 0.5, 2.0 / 12.0), (4, 0.75, 0.5), (8, 1.0, 1.0)]);
         let r = inspect(&mut Fixed((0..10).map(|i| Access::read(i << 12, 8, 0)).collect()), 4).unwrap();
         assert_eq!(r.intervals.iter().map(|h| h.references).collect::<Vec<_>>(), [4, 4, 2]);
+    }
+
+    #[test]
+    fn huge_page_use_by_hand() {
+        // Tenant 0 touches 131 pages: all 128 of the 512 KiB page at 0 and 3 of the next
+        // one, both inside one 2 MiB page: 131/256 at 512 KiB, 131/512 at 2 MiB.
+        // Tenant 1 touches one page: 1/128 and 1/512. All: 132 pages over three 512 KiB
+        // pages (132/384) and two 2 MiB pages (132/1024). Repeats change nothing.
+        let mut v: Vec<Access> = (0..131u64).map(|i| Access::read(i << 12, 8, 0)).collect();
+        v.extend((0..131u64).map(|i| Access::write((i << 12) + 64, 8, 0)));
+        let mut t1 = Access::read(0x40_0000, 8, 0);
+        t1.tenant = 1;
+        v.push(t1);
+        let r = inspect(&mut Fixed(v), 1_000).unwrap();
+        let got: Vec<(Option<u16>, u64, Vec<(u64, f64)>)> =
+            r.huge_page_use.iter().map(|u| (u.tenant, u.pages_4k, u.sizes.iter().map(|h| (h.huge_pages, h.ratio)).collect())).collect();
+        assert_eq!(
+            got,
+            [
+                (None, 132, vec![(3, 132.0 / 384.0), (2, 132.0 / 1024.0)]),
+                (Some(0), 131, vec![(2, 131.0 / 256.0), (1, 131.0 / 512.0)]),
+                (Some(1), 1, vec![(1, 1.0 / 128.0), (1, 1.0 / 512.0)]),
+            ]
+        );
+        assert!(table(&r).contains("51.17%"), "{}", table(&r));
     }
 }
