@@ -625,6 +625,9 @@ mod tests {
         assert!(e.starts_with("policy.round-robin"), "{e}");
         let e = load(None, &["machine.tiers.slow.capacity=\"lots\""]).unwrap_err().to_string();
         assert!(e.starts_with("machine.tiers.slow.capacity"), "{e}");
+        // A tier's fields are checked when the configuration loads, not at the run.
+        let e = load(None, &["machine.tiers.slow.channels=6"]).unwrap_err().to_string();
+        assert_eq!(e, "machine.tiers.slow.channels: must be a power of two, got 6");
     }
 
     #[test]

@@ -145,6 +145,10 @@ impl MachineConfig {
             bail!("machine.page_table.huge_page: must be a power of two from 64KiB to 2MiB, got {}", pt.huge_page);
         }
         self.costs.validate()?;
+        // Each tier's own fields (its capacity is checked when the footprint is known).
+        for (i, t) in self.tiers.all().into_iter().enumerate() {
+            t.validate().map_err(|e| anyhow::anyhow!("{}.{e}", TiersConfig::field(crate::machine::TierId(i as u8))))?;
+        }
         Ok(())
     }
 

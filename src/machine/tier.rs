@@ -21,14 +21,16 @@
 //! ```
 //!
 //! where `burst` is the time one 64-byte transfer occupies the channel's bus at
-//! [`TierConfig::channel_gbps`]. The difference `latency - device` is the time the request
+//! [`TierConfig::channel_gbps`] (a write's at [`TierConfig::write_channel_gbps`] when
+//! the tier writes more slowly than it reads; device latencies are at least their
+//! burst). The difference `latency - device` is the time the request
 //! waited for its bank or bus (queueing), so bandwidth limits and migration traffic slow
 //! demand accesses down. Nanoseconds become core cycles once, in [`Tier::new`].
 //!
 //! # Posted writes
 //! With [`TierConfig::write_queue_entries`] > 0, writes do not follow the rule above:
 //! each joins its channel's write queue and drains in the background, taking
-//! `drain = max(burst, write_miss / banks)` cycles of channel time (the array write
+//! `drain = max(write burst, write_miss / banks)` cycles of channel time (the array write
 //! spread over the banks), so a write's completion is
 //! `drain_until = max(drain_until, now) + drain`. Reads go first: they ignore queued
 //! writes, and each read arriving while writes are queued pushes `drain_until` back by
@@ -132,6 +134,10 @@ pub struct TierConfig {
     /// Peak bandwidth of one channel in GB/s (1e9 bytes/s); one 64-byte transfer
     /// occupies the channel's bus for 64 / bandwidth ns.
     pub channel_gbps: f64,
+    /// Peak write bandwidth of one channel in GB/s when writes are slower than reads
+    /// (Optane PMem: 37 GB/s read, 13 GB/s write over 6 channels, HMM-V Table 2): a
+    /// 64-byte write occupies the bus for 64 / this ns. 0 = `channel_gbps`.
+    pub write_channel_gbps: f64,
     /// Tier-local address bits that select the channel, least significant first. When
     /// both this and `bank_bits` are empty the default mapping applies: channel bits right
     /// above the 64-byte line offset (bit 6 up: consecutive lines alternate channels),
@@ -198,6 +204,7 @@ impl Default for TierConfig {
             write_hit_ns: 28.5,
             write_miss_ns: 28.5 + (7.0 + 7.0) * TABLE_IV_CLOCK_NS,
             channel_gbps: 10.7,
+            write_channel_gbps: 0.0,
             channel_bits: Vec::new(),
             bank_bits: Vec::new(),
             read_hit_pj_per_bit: 0.93,
@@ -239,6 +246,7 @@ pub fn pcm_default() -> TierConfig {
         write_hit_ns: 19.5,
         write_miss_ns: 171.0,
         channel_gbps: 10.7,
+        write_channel_gbps: 0.0,
         channel_bits: Vec::new(),
         bank_bits: Vec::new(),
         read_hit_pj_per_bit: 1.616,
@@ -280,6 +288,11 @@ impl TierConfig {
             self.channel_gbps.is_finite() && self.channel_gbps > 0.0,
             "channel_gbps: must be a positive bandwidth in GB/s, got {}",
             self.channel_gbps
+        );
+        ensure!(
+            self.write_channel_gbps.is_finite() && self.write_channel_gbps >= 0.0,
+            "write_channel_gbps: must be a positive bandwidth in GB/s (or 0: channel_gbps), got {}",
+            self.write_channel_gbps
         );
         for (field, v) in [
             ("read_hit_pj_per_bit", self.read_hit_pj_per_bit),
@@ -508,7 +521,10 @@ pub struct Tier {
     /// log2(banks per channel): the global bank index is `channel << bank_shift | bank`.
     bank_shift: u32,
     burst_cycles: u64,
-    /// Device latency in cycles by access kind, each at least one burst.
+    /// Bus cycles of one 64-byte write (`burst_cycles` unless the tier's write
+    /// bandwidth is lower).
+    write_burst_cycles: u64,
+    /// Device latency in cycles by access kind, each at least its burst.
     device_cycles: [u64; 4],
     banks: Vec<Bank>,
     channel_free_at: Vec<u64>,
@@ -583,14 +599,16 @@ impl Tier {
         let (channel_bits, bank_bits) = cfg.mapping_bits()?;
         // 64 bytes at `channel_gbps` GB/s take 64 / channel_gbps ns. The small margin keeps
         // a whole number of cycles (64 / 6.4 GB/s at 1 GHz) from rounding up to the next.
-        let burst_cycles = ((LINE_BYTES as f64 * ghz / cfg.channel_gbps - 1e-9).ceil() as u64).max(1);
-        let device = |ns: f64| ns_to_cycles(ns, ghz).max(burst_cycles);
+        let burst = |gbps: f64| ((LINE_BYTES as f64 * ghz / gbps - 1e-9).ceil() as u64).max(1);
+        let burst_cycles = burst(cfg.channel_gbps);
+        let write_burst_cycles = if cfg.write_channel_gbps > 0.0 { burst(cfg.write_channel_gbps) } else { burst_cycles };
+        let device = |ns: f64, burst: u64| ns_to_cycles(ns, ghz).max(burst);
         let mut device_cycles = [0; 4];
-        device_cycles[READ_HIT] = device(cfg.read_hit_ns);
-        device_cycles[READ_MISS] = device(cfg.read_miss_ns);
-        device_cycles[WRITE_HIT] = device(cfg.write_hit_ns);
-        device_cycles[WRITE_MISS] = device(cfg.write_miss_ns);
-        let drain_cycles = device_cycles[WRITE_MISS].div_ceil(cfg.banks as u64).max(burst_cycles);
+        device_cycles[READ_HIT] = device(cfg.read_hit_ns, burst_cycles);
+        device_cycles[READ_MISS] = device(cfg.read_miss_ns, burst_cycles);
+        device_cycles[WRITE_HIT] = device(cfg.write_hit_ns, write_burst_cycles);
+        device_cycles[WRITE_MISS] = device(cfg.write_miss_ns, write_burst_cycles);
+        let drain_cycles = device_cycles[WRITE_MISS].div_ceil(cfg.banks as u64).max(write_burst_cycles);
         let mut pj_per_bit = [0.0; 4];
         pj_per_bit[READ_HIT] = cfg.read_hit_pj_per_bit;
         pj_per_bit[READ_MISS] = cfg.read_miss_pj_per_bit;
@@ -603,6 +621,7 @@ impl Tier {
             map: AddressMap::new(&channel_bits, &bank_bits, cfg.row_bytes.bytes()),
             bank_shift: cfg.banks.trailing_zeros(),
             burst_cycles,
+            write_burst_cycles,
             device_cycles,
             banks: vec![Bank { open_row: CLOSED, free_at: 0 }; (cfg.channels * cfg.banks) as usize],
             channel_free_at: vec![0; cfg.channels as usize],
@@ -728,14 +747,15 @@ impl Tier {
             return Served { finish, device: occupancy.min(finish - now), row_hit };
         }
         let device = self.device_cycles[k];
+        let burst = if write { self.write_burst_cycles } else { self.burst_cycles };
         // Background traffic yields to demand: this access waits its window's share of
         // background bus time, and takes its burst from the window.
-        let copy_wait = self.calendars[ch].demand(now, self.burst_cycles);
+        let copy_wait = self.calendars[ch].demand(now, burst);
         let bank = &mut self.banks[bank_index];
         let channel_free_at = &mut self.channel_free_at[ch];
         let start = (now + copy_wait).max(bank.free_at).max(self.reads_held_until[ch]);
-        let bus_at = (start + device - self.burst_cycles).max(*channel_free_at);
-        let finish = bus_at + self.burst_cycles;
+        let bus_at = (start + device - burst).max(*channel_free_at);
+        let finish = bus_at + burst;
         *channel_free_at = finish;
         bank.free_at = finish;
         bank.open_row = at.row;
@@ -787,9 +807,14 @@ impl Tier {
         self.device_cycles[kind(write, row_hit)]
     }
 
-    /// Cycles one 64-byte transfer occupies a channel's data bus.
+    /// Cycles one 64-byte read occupies a channel's data bus.
     pub fn burst_cycles(&self) -> u64 {
         self.burst_cycles
+    }
+
+    /// Cycles one 64-byte write occupies a channel's data bus.
+    pub fn write_burst_cycles(&self) -> u64 {
+        self.write_burst_cycles
     }
 
     pub fn stats(&self) -> &TierStats {
@@ -866,6 +891,7 @@ mod tests {
             write_hit_ns: 30.0,
             write_miss_ns: 80.0,
             channel_gbps: 6.4,
+            write_channel_gbps: 0.0,
             channel_bits: Vec::new(),
             bank_bits: Vec::new(),
             read_hit_pj_per_bit: 1.5,
@@ -977,6 +1003,56 @@ mod tests {
         let s = t.stats();
         assert_eq!((s.reads, s.row_misses, s.row_hits, s.queue_cycles), (16, 1, 15, 0));
         assert_eq!(s.read_bytes(), 16 * 64);
+    }
+
+    #[test]
+    fn slower_writes_take_the_bus_longer() {
+        // small() writing at 1.6 GB/s: a write's burst is 64 / 1.6 = 40 cycles, a
+        // read's stays 10; the 30-cycle write hit is raised to its burst, 40.
+        let mut t = tier(&TierConfig { write_channel_gbps: 1.6, ..small() });
+        assert_eq!((t.burst_cycles(), t.write_burst_cycles()), (10, 40));
+        assert_eq!(t.device_cycles(true, true), 40);
+        assert_eq!(t.device_cycles(true, false), 80);
+        assert_eq!(t.device_cycles(false, false), 50);
+        // Writes to banks 0-3 of channel 0 at cycle 100, rows closed: each is ready
+        // at 100 + 80 and the bus carries one every 40 cycles: 80, 120, 160, 200.
+        let latencies: Vec<u64> = (0..4).map(|b| t.access(b * 2048, true, 100)).collect();
+        assert_eq!(latencies, [80, 120, 160, 200]);
+        // A read later on channel 0, to the row the first write opened: a row hit on a
+        // free bus, with the read's own 10-cycle burst: 20.
+        assert_eq!(t.access(64 * 2, false, 1000), 20);
+        // At the same write bandwidth as reads, the result is the read figures'.
+        let mut same = tier(&TierConfig { write_channel_gbps: 6.4, ..small() });
+        let mut plain = tier(&small());
+        for (i, w) in [(0u64, true), (2048, true), (4096, false), (128, true)] {
+            assert_eq!(same.access(i, w, 100), plain.access(i, w, 100));
+        }
+        // With posted writes the drain takes the write burst: max(40, 80 / 4) = 40
+        // per write; two queued writes at cycle 0 complete at 40 and 80.
+        let mut q = tier(&TierConfig { write_channel_gbps: 1.6, write_queue_entries: 8, ..small() });
+        assert_eq!((q.access(0, true, 0), q.access(128, true, 0)), (40, 80));
+        assert!(Tier::new(&TierConfig { write_channel_gbps: -1.0, ..small() }, 1 << 20, 1.0).unwrap_err().to_string().starts_with("write_channel_gbps:"));
+    }
+
+    #[test]
+    fn a_stream_of_writes_gets_the_write_bandwidth() {
+        // 1 000 background lines on channel 0 (every other line), issued at cycle 0,
+        // with no demand beside them. Reads that hit the open row take one 10-cycle
+        // burst each: 6.4 GB/s. Writes take the drain, max(40, 80 / 4) = 40 cycles:
+        // 1.6 GB/s. The calendar packs whole transfers into 1 024-cycle windows: 25
+        // writes per window (24 cycles left over), so the 1 000th ends at
+        // 39 × 1 024 + 25 × 40 = 40 936: 1.56 GB/s.
+        let mut t = tier(&TierConfig { write_channel_gbps: 1.6, write_queue_entries: 8, ..small() });
+        t.start_stream(true);
+        let done = (0..1000u64).map(|i| t.stream_line(i * 128, true, 0)).max().unwrap();
+        assert_eq!(done, 40_936);
+        let mut t = tier(&TierConfig { write_channel_gbps: 1.6, write_queue_entries: 8, ..small() });
+        t.start_stream(false);
+        let done = (0..1000u64).map(|i| t.stream_line(i * 128, false, 0)).max().unwrap();
+        // Reads: the 10-cycle read burst each, plus a row opening (50 / 4 banks = 13)
+        // for each of the 63 rows of 16 lines: 10 819 cycles of bus (5.9 GB/s), and
+        // at most one transfer per window left over by the packing.
+        assert!((10_819..=10_819 + 11 * 23).contains(&done), "reads: {done} cycles");
     }
 
     #[test]
