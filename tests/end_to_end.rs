@@ -473,3 +473,15 @@ fn copy_policies_pass_verify_on_every_workload_while_copies_churn() {
         }
     }
 }
+
+/// Every built-in preset runs, with its own policy, on a small footprint (a preset
+/// with a field no run accepts must fail here, not in a user's hands).
+#[test]
+fn every_preset_runs() {
+    for (name, _, _) in tiersim::config::PRESETS {
+        let sets = ["workload.refs=3000", "workload.footprint=\"16MiB\""].map(String::from).to_vec();
+        let cfg = Config::load(&Sources { preset: Some(name.to_string()), sets, ..Default::default() }).unwrap_or_else(|e| panic!("preset {name}: {e}"));
+        let r = run(&cfg, &RunOptions::default()).unwrap_or_else(|e| panic!("preset {name}: {e}"));
+        assert!(r.summary.references > 0 && r.summary.cycles > 0, "preset {name}");
+    }
+}
