@@ -427,7 +427,8 @@ mod tests {
         t1.tenant = 1;
         v.push(t1);
         let r = inspect(&mut Fixed(v), 1_000).unwrap();
-        let got: Vec<(Option<u16>, u64, Vec<(u64, f64)>)> =
+        type Row = (Option<u16>, u64, Vec<(u64, f64)>);
+        let got: Vec<Row> =
             r.huge_page_use.iter().map(|u| (u.tenant, u.pages_4k, u.sizes.iter().map(|h| (h.huge_pages, h.ratio)).collect())).collect();
         assert_eq!(
             got,
