@@ -27,6 +27,9 @@ pub struct CoreStats {
     pub walk_memory_accesses: u64,
     pub poison_faults: u64,
     pub first_touch_faults: u64,
+    /// VM exits this core (as a vCPU) took, and the cycles they cost it.
+    pub vm_exits: u64,
+    pub vm_exit_cycles: u64,
 }
 
 /// One core: its clock, TLBs and counters.

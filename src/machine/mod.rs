@@ -36,6 +36,7 @@ pub mod space;
 pub mod tier;
 pub mod tlb;
 pub mod verify;
+pub mod vmx;
 
 pub use self::core::{Core, CoreStats};
 pub use alloc::Colour;
@@ -264,6 +265,8 @@ pub struct Machine<R: Redirect = NoRedirect> {
     pub(crate) redirect: R,
     pub(crate) shadow: Option<Shadow>,
     pub(crate) stats: ops::MechanismStats,
+    /// VM exits and PML buffers (HMM-V's hardware virtualisation).
+    pub(crate) vmx: vmx::Vmx,
     /// The first error met inside the reference path (memory exhausted, a stale read
     /// under `--verify`); the engine stops the run with it.
     pub(crate) error: Option<String>,
@@ -328,6 +331,16 @@ impl<R: Redirect> Machine<R> {
             redirect,
             shadow: b.verify.then(|| Shadow::new(frame_limit)),
             stats: ops::MechanismStats::new(frames.len()),
+            vmx: vmx::Vmx::new(
+                b.tenants.len(),
+                cfg.cores,
+                vmx::ExitCosts {
+                    round_trip: cfg.cycles(cfg.costs.vm_exit_ns),
+                    ept_violation: cfg.cycles(cfg.costs.ept_violation_ns),
+                    write_protect: cfg.cycles(cfg.costs.write_protect_ns),
+                    drain_per_entry: cfg.cycles(cfg.costs.pml_drain_ns_per_entry),
+                },
+            ),
             error: None,
             timing: Timing {
                 cpi_fp: (cfg.base_cpi * FP as f64).round() as u64,
@@ -374,6 +387,38 @@ impl<R: Redirect> Machine<R> {
 
     pub fn stats(&self) -> &ops::MechanismStats {
         &self.stats
+    }
+
+    /// VM exits by cause and PML traffic.
+    pub fn vmx(&self) -> &vmx::VmxStats {
+        &self.vmx.stats
+    }
+
+    /// A VM exit of `core` for `cause`: the vCPU stops for its cost (and its PML
+    /// buffer is drained). Returns the cycles.
+    pub(crate) fn vm_exit(&mut self, core: usize, cause: vmx::ExitCause) -> u64 {
+        let cycles = self.vmx.exit(core, cause);
+        let c = &mut self.cores[core];
+        c.clock += cycles;
+        c.stats.vm_exits += 1;
+        c.stats.vm_exit_cycles += cycles;
+        cycles
+    }
+
+    /// The MMU set the EPT dirty bit of managed (guest-physical) address `gpa` of
+    /// VM `tenant` on `core`: with PML on, it is logged, and a full buffer is an exit
+    /// the vCPU pays at once.
+    #[inline]
+    fn ept_dirtied(&mut self, core: usize, tenant: u16, gpa: u64) {
+        if self.vmx.pml_on(tenant) {
+            let cycles = self.vmx.log(core, tenant, gpa >> 12);
+            if cycles > 0 {
+                let c = &mut self.cores[core];
+                c.clock += cycles;
+                c.stats.vm_exits += 1;
+                c.stats.vm_exit_cycles += cycles;
+            }
+        }
     }
 
     /// Reads checked against shadow memory (with verification on).
@@ -510,7 +555,14 @@ impl<R: Redirect> Machine<R> {
         };
         let mut lat = 0;
         if let Some(slot) = slot {
-            *self.space.entry_mut(tenant, slot) |= DIRTY | ACCESSED;
+            let e = self.space.entry_mut(tenant, slot);
+            let newly_dirty = *e & DIRTY == 0;
+            *e |= DIRTY | ACCESSED;
+            if newly_dirty && entry.slot == NO_SLOT && self.space.tenants()[tenant as usize].guest.is_some() {
+                if let Some(gpa) = self.space.managed_addr(tenant, vaddr) {
+                    self.ept_dirtied(core, tenant, gpa);
+                }
+            }
             let pa = self.space.entry_paddr(tenant, slot);
             let at = self.cores[core].clock + after;
             lat = self.mem.cached(&mut self.redirect, core, pa, true, MemKind::Walk, at, false, obs).1;
@@ -552,8 +604,13 @@ impl<R: Redirect> Machine<R> {
         };
         let cycles = self.walk_refs(core, &path, after + extra, obs) + extra;
         let e = self.space.entry_mut(tenant, leaf.slot);
+        let newly_dirty = write && *e & DIRTY == 0;
         *e |= ACCESSED | if write { DIRTY } else { 0 };
-        Some((*e, leaf.huge, cycles, leaf.slot))
+        let e = *e;
+        if newly_dirty && self.space.tenants()[tenant as usize].guest.is_some() {
+            self.ept_dirtied(core, tenant, addr);
+        }
+        Some((e, leaf.huge, cycles, leaf.slot))
     }
 
     /// A two-dimensional walk: every guest page-table reference is a guest-physical
@@ -575,10 +632,13 @@ impl<R: Redirect> Machine<R> {
             }
         };
         let mut cycles = 0;
+        // With EPT A/D logging on (PML), accesses to guest page-table entries count as
+        // writes for the EPT's A/D bits (module `vmx`).
+        let gpt_write = self.vmx.pml_on(tenant);
         // Each guest page-table entry: translate its guest-physical address, then read it.
         for i in 0..gpath.len {
             let gpa = gpath.addrs[i];
-            let (e, huge, c, _) = self.managed_walk(core, tenant, gpa, false, cycles, obs)?;
+            let (e, huge, c, _) = self.managed_walk(core, tenant, gpa, gpt_write, cycles, obs)?;
             cycles += c;
             let mask = if huge { huge_mask } else { 0xfff };
             let hpa = (e >> 12) << 12 | (gpa & mask);

@@ -231,6 +231,31 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
         self.m.set_fast_quota(tenant, frames);
     }
 
+    /// Turns page-modification logging on or off for VM `tenant` (HMM-V §3.2): while
+    /// on, every EPT dirty bit the MMU sets is logged in the vCPU's buffer, guest
+    /// page-table accesses included (machine module `vmx`). Ignored for a process.
+    pub fn set_pml(&mut self, tenant: u16, on: bool) {
+        if self.m.space().tenants()[tenant as usize].guest.is_some() {
+            self.m.vmx.set_pml(tenant, on);
+        }
+    }
+
+    /// The guest-physical pages (4 KiB page numbers) PML logged for `tenant` since the
+    /// last call, in log order with repeats. Entries still in a vCPU's buffer are
+    /// collected by kicking that vCPU: one VM exit on its core, paid there.
+    pub fn take_pml_log(&mut self, tenant: u16) -> Vec<u64> {
+        for core in self.m.vmx.cores_holding(tenant) {
+            self.m.vm_exit(core, crate::machine::vmx::ExitCause::Kick);
+        }
+        self.m.vmx.take_log(tenant)
+    }
+
+    /// A VM exit of application core `core` for `cause` (a hypercall, or a fault a
+    /// policy's mechanism raises): the vCPU stops for its cost. Returns the cycles.
+    pub fn vm_exit(&mut self, core: usize, cause: crate::machine::vmx::ExitCause) -> u64 {
+        self.m.vm_exit(core, cause)
+    }
+
     /// Limits moves toward faster (`Promote`) or slower (`Demote`) tiers to `mb_per_s`
     /// megabytes per simulated second, for every executor (`None` lifts it). A move
     /// over the limit is refused with [`MechError::RateLimited`].

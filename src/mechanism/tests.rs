@@ -450,3 +450,55 @@ fn rate_limits_hold_every_executor() {
     let done = drain(&mut m, &mut rt);
     assert!(matches!(done[0].results[0], Err(MechError::RateLimited { .. })));
 }
+
+/// PML (HMM-V §3.2): with it on, every EPT dirty bit set is logged — the guest
+/// page-table pages a walk reads (their accesses count as writes for EPT A/D) and the
+/// data pages written; a full 512-entry buffer is a VM exit; collecting the log kicks
+/// the vCPUs still holding entries.
+#[test]
+fn pml_logs_dirtied_guest_pages_and_exits_when_full() {
+    use crate::machine::vmx::ExitCause;
+    // Off: nothing logged, no exit, the walk unchanged (24 references).
+    let (mut m, mut r) = (machine(false, false, &[TenantKind::Vm]), rt());
+    write(&mut m, 0, 0, BASE);
+    assert_eq!((m.cores[0].stats.walk_references, m.vmx().pml_logged, m.cores[0].stats.vm_exits), (24, 0, 0));
+    assert!(on(&mut m, &mut r, 0).take_pml_log(0).is_empty());
+
+    let (mut m, mut r) = (machine(false, false, &[TenantKind::Vm]), rt());
+    on(&mut m, &mut r, 0).set_pml(0, true);
+    // First write: the 4 guest page-table pages of the walk, then the data page.
+    write(&mut m, 0, 0, BASE);
+    assert_eq!((m.cores[0].stats.walk_references, m.vmx().pml_logged), (24, 5));
+    // Second page under the same guest page tables: only its data page is new.
+    write(&mut m, 0, 0, BASE + 4096);
+    // A read dirties nothing but pages never walked before (none here).
+    read(&mut m, 0, 0, BASE + 8);
+    assert_eq!(m.vmx().pml_logged, 6);
+    let c0 = m.cores[0].clock;
+    let log = on(&mut m, &mut r, 0).take_pml_log(0);
+    let data = |vaddr: u64| m.space.managed_addr(0, vaddr).unwrap() >> 12;
+    assert_eq!(log.len(), 6);
+    assert_eq!(&log[4..], &[data(BASE), data(BASE + 4096)]);
+    // The kick: 500 ns round trip at 3.2 GHz plus 6 entries × 5 ns = 1 600 + 6 × 16.
+    assert_eq!((m.vmx().kick, m.cores[0].stats.vm_exits, m.cores[0].clock - c0), (1, 1, 1696));
+    assert!(on(&mut m, &mut r, 0).take_pml_log(0).is_empty(), "taken, and no kick for an empty buffer");
+    assert_eq!(m.vmx().kick, 1);
+
+    // 600 pages written: 600 data pages + 5 page-table pages (a second last-level
+    // table after 512 pages) = 605 entries: one PML-full exit at the 513th.
+    let (mut m, mut r) = (machine(false, false, &[TenantKind::Vm]), rt());
+    on(&mut m, &mut r, 0).set_pml(0, true);
+    for i in 0..600 {
+        write(&mut m, 0, 0, BASE + (i << 12));
+    }
+    let v = m.vmx().clone();
+    assert_eq!((v.pml_logged, v.pml_full, v.pml_drained), (605, 1, 512));
+    assert_eq!(on(&mut m, &mut r, 0).take_pml_log(0).len(), 605);
+    assert_eq!(m.vmx().exits(), 2);
+    assert_eq!(on(&mut m, &mut r, 0).vm_exit(0, ExitCause::Hypercall), 1600);
+    // A process has no PML.
+    let (mut m, mut r) = (machine(false, false, &[TenantKind::Process]), rt());
+    on(&mut m, &mut r, 0).set_pml(0, true);
+    write(&mut m, 0, 0, BASE);
+    assert_eq!(m.vmx().pml_logged, 0);
+}

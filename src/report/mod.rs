@@ -260,6 +260,10 @@ pub struct Report {
     pub tiers: Vec<TierReport>,
     pub tenants: Vec<TenantReport>,
     pub mechanisms: MechanismStats,
+    /// VM exits by cause, their cycles, and PML entries logged and drained (runs with
+    /// a VM tenant only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vm_exits: Option<crate::machine::vmx::VmxStats>,
     /// The background threads the policy used: busy time, jobs and operations done,
     /// refused and left unfinished.
     pub threads: Vec<ThreadStats>,
@@ -451,6 +455,7 @@ impl Report {
                 .map(|t| TenantReport { kind: t.kind, frames_per_tier: t.frames_per_tier().to_vec(), fast_quota_frames: t.fast_quota() })
                 .collect(),
             mechanisms: m.stats().clone(),
+            vm_exits: m.space().tenants().iter().any(|t| t.guest.is_some()).then(|| m.vmx().clone()),
             threads,
             redirect: m.redirect().report(cores, &m.cfg().tlb).into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             policy_report,
