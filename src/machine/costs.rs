@@ -48,8 +48,9 @@ pub struct CostConfig {
     /// at channel bandwidth on the tiers modelled here.
     pub engine_copy_lines_in_flight: u32,
     /// Round trip of a VM exit and re-entry (state save and restore, the exit
-    /// dispatch in the hypervisor), in ns: an assumption from measured null exits, a
-    /// VMCALL round trip of ≈1 200–1 400 cycles on 3+ GHz Intel cores (≈0.4–0.5 µs).
+    /// dispatch in the hypervisor), in ns: an assumption (HMM-V gives no costs), of
+    /// the order of a KVM round trip through the hardware entry (≈1 350 cycles around
+    /// VMRUN measured in a KVM patch discussion, LKML, December 2020) plus dispatch.
     pub vm_exit_ns: f64,
     /// Hypervisor work of an EPT violation besides the round trip (KVM's EPT fault
     /// handler: find the host page, fill the EPT entry), in ns (assumption).

@@ -398,26 +398,25 @@ impl<R: Redirect> Machine<R> {
     /// buffer is drained). Returns the cycles.
     pub(crate) fn vm_exit(&mut self, core: usize, cause: vmx::ExitCause) -> u64 {
         let cycles = self.vmx.exit(core, cause);
+        self.charge_exit(core, cycles);
+        cycles
+    }
+
+    /// The vCPU on `core` loses `cycles` to one VM exit.
+    fn charge_exit(&mut self, core: usize, cycles: u64) {
         let c = &mut self.cores[core];
         c.clock += cycles;
         c.stats.vm_exits += 1;
         c.stats.vm_exit_cycles += cycles;
-        cycles
     }
 
     /// The MMU set the EPT dirty bit of managed (guest-physical) address `gpa` of
-    /// VM `tenant` on `core`: with PML on, it is logged, and a full buffer is an exit
-    /// the vCPU pays at once.
-    #[inline]
-    fn ept_dirtied(&mut self, core: usize, tenant: u16, gpa: u64) {
-        if self.vmx.pml_on(tenant) {
-            let cycles = self.vmx.log(core, tenant, gpa >> 12);
-            if cycles > 0 {
-                let c = &mut self.cores[core];
-                c.clock += cycles;
-                c.stats.vm_exits += 1;
-                c.stats.vm_exit_cycles += cycles;
-            }
+    /// VM `tenant`, which has PML on, on `core`: it is logged, and a full buffer is an
+    /// exit the vCPU pays at once.
+    fn pml_log(&mut self, core: usize, tenant: u16, gpa: u64) {
+        let cycles = self.vmx.log(core, tenant, gpa >> 12);
+        if cycles > 0 {
+            self.charge_exit(core, cycles);
         }
     }
 
@@ -558,9 +557,9 @@ impl<R: Redirect> Machine<R> {
             let e = self.space.entry_mut(tenant, slot);
             let newly_dirty = *e & DIRTY == 0;
             *e |= DIRTY | ACCESSED;
-            if newly_dirty && entry.slot == NO_SLOT && self.space.tenants()[tenant as usize].guest.is_some() {
+            if newly_dirty && self.vmx.pml_on(tenant) {
                 if let Some(gpa) = self.space.managed_addr(tenant, vaddr) {
-                    self.ept_dirtied(core, tenant, gpa);
+                    self.pml_log(core, tenant, gpa);
                 }
             }
             let pa = self.space.entry_paddr(tenant, slot);
@@ -607,8 +606,9 @@ impl<R: Redirect> Machine<R> {
         let newly_dirty = write && *e & DIRTY == 0;
         *e |= ACCESSED | if write { DIRTY } else { 0 };
         let e = *e;
-        if newly_dirty && self.space.tenants()[tenant as usize].guest.is_some() {
-            self.ept_dirtied(core, tenant, addr);
+        // PML is on only for VMs, whose managed table is the EPT.
+        if newly_dirty && self.vmx.pml_on(tenant) {
+            self.pml_log(core, tenant, addr);
         }
         Some((e, leaf.huge, cycles, leaf.slot))
     }

@@ -268,6 +268,21 @@ impl Remap {
         (0..n).map(move |i| (i << self.unit_shift, 1u64 << i)).filter(move |&(_, b)| mask & b != 0)
     }
 
+    /// MigC's copies (from, to, frames) for the units of `e` in `mask`: old → new
+    /// (new → old when `back`), and the other way too for a pair's swapped unit.
+    fn unit_moves(&self, e: &Entry, mask: u64, back: bool) -> Vec<(u64, u64, u64)> {
+        let n = self.unit_frames();
+        let (src, dst) = if back { (e.new, e.old) } else { (e.old, e.new) };
+        let mut moves = Vec::new();
+        for (off, _) in self.units(mask) {
+            moves.push((src + off, dst + off, n));
+            if e.pair.is_some() {
+                moves.push((dst + off, src + off, n));
+            }
+        }
+        moves
+    }
+
     fn insert(&mut self, old: u64, new: u64, now: u64) -> u32 {
         let slot = self.free.pop().expect("caller checked room");
         self.table[slot as usize] = Entry { old, new, migrated: 0, pair: None, returning: false, created: now, window: Window::default(), valid: true };
@@ -648,14 +663,7 @@ impl Machine<Remap> {
         };
         let e = *self.redirect.entry(slot);
         let todo = bit & !e.migrated;
-        let mut moves = Vec::new();
-        for (off, _) in self.redirect.units(todo) {
-            let n = self.redirect.unit_frames();
-            moves.push((e.old + off, e.new + off, n));
-            if e.pair.is_some() {
-                moves.push((e.new + off, e.old + off, n));
-            }
-        }
+        let moves = self.redirect.unit_moves(&e, todo, false);
         let mut w = self.migc_copy(trigger, &moves);
         w.mask = todo;
         for s in std::iter::once(slot).chain(e.pair) {
@@ -685,14 +693,7 @@ impl Machine<Remap> {
         if e.returning {
             return Err(MechError::RemapBusy { pfn });
         }
-        let mut moves = Vec::new();
-        for (off, _) in self.redirect.units(e.migrated) {
-            let n = self.redirect.unit_frames();
-            moves.push((e.new + off, e.old + off, n));
-            if e.pair.is_some() {
-                moves.push((e.old + off, e.new + off, n));
-            }
-        }
+        let moves = self.redirect.unit_moves(&e, e.migrated, true);
         let mut w = self.migc_copy(trigger, &moves);
         w.mask = e.migrated;
         let units = e.migrated.count_ones() as u64 * (1 + e.pair.is_some() as u64);
@@ -728,14 +729,7 @@ impl Machine<Remap> {
         };
         let missing = self.redirect.full_mask & !e.migrated;
         if missing != 0 {
-            let mut moves = Vec::new();
-            for (off, _) in self.redirect.units(missing) {
-                let n = self.redirect.unit_frames();
-                moves.push((e.old + off, e.new + off, n));
-                if e.pair.is_some() {
-                    moves.push((e.new + off, e.old + off, n));
-                }
-            }
+            let moves = self.redirect.unit_moves(&e, missing, false);
             let w = self.migc_copy(x.at, &moves);
             let units = missing.count_ones() as u64 * (1 + e.pair.is_some() as u64);
             let bytes = units * (self.redirect.unit_frames() << 12);

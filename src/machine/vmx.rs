@@ -40,20 +40,6 @@ pub enum ExitCause {
     Kick,
 }
 
-impl ExitCause {
-    pub const ALL: [ExitCause; 5] = [ExitCause::EptViolation, ExitCause::WriteProtect, ExitCause::PmlFull, ExitCause::Hypercall, ExitCause::Kick];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ExitCause::EptViolation => "ept_violation",
-            ExitCause::WriteProtect => "write_protect",
-            ExitCause::PmlFull => "pml_full",
-            ExitCause::Hypercall => "hypercall",
-            ExitCause::Kick => "kick",
-        }
-    }
-}
-
 /// VM exits by cause and PML traffic, over the run.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct VmxStats {

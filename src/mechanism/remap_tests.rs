@@ -74,6 +74,17 @@ fn set_clock(m: &mut Machine<Remap>, c: usize, at: u64) {
     m.cores[c].clock = at;
 }
 
+/// A machine (verifying) whose ReMap entries cover whole huge pages, with the hot page
+/// moved one-way into a free fast frame and core 0 past the move's end. Returns it,
+/// the hot page's address and frame, and that cycle.
+fn whole_page_moved() -> (Machine<Remap>, Runtime, u64, u64, u64) {
+    let (mut m, mut rt) = machine(RemapSpec { unit_frames: 0, ..RemapSpec::default() }, true);
+    let (_, (hot, hot_pfn)) = pages(&m);
+    let mv = Mechanisms::on_core(&mut m, &mut rt, 0).otf_migrate(hot_pfn, Dest::Free).unwrap();
+    set_clock(&mut m, 0, mv.done + 1);
+    (m, rt, hot, hot_pfn, mv.done + 1)
+}
+
 #[test]
 fn every_llc_miss_pays_the_lookup_and_a_moved_subpage_is_served_from_its_new_frame() {
     let (mut m, mut rt) = machine(RemapSpec::default(), true);
@@ -194,12 +205,8 @@ fn reconciliation_costs_table_2_by_hand() {
     //   TLB     one shootdown round, 300 cycles for the initiator
     //   OS      page walk 150 + reverse mapping 4 480       =  4 630
     // total 13 122 cycles on core 0; core 1 takes the 300-cycle invalidation.
-    let spec = RemapSpec { unit_frames: 0, ..RemapSpec::default() };
-    let (mut m, mut rt) = machine(spec, true);
-    let (_, (hot, hot_pfn)) = pages(&m);
-    let mv = Mechanisms::on_core(&mut m, &mut rt, 0).otf_migrate(hot_pfn, Dest::Free).unwrap();
-    set_clock(&mut m, 0, mv.done + 1);
-    set_clock(&mut m, 1, mv.done + 1);
+    let (mut m, mut rt, hot, hot_pfn, done) = whole_page_moved();
+    set_clock(&mut m, 1, done);
     read(&mut m, hot + 64);
     let (c0, c1) = (m.cores[0].clock, m.cores[1].clock);
     Mechanisms::on_core(&mut m, &mut rt, 0).reconcile(hot_pfn).unwrap();
@@ -261,11 +268,7 @@ fn reverse_migration_moves_a_subpage_back_and_drops_its_entry_when_done() {
 
 #[test]
 fn verify_catches_a_reconciliation_that_leaves_the_pte_stale() {
-    let spec = RemapSpec { unit_frames: 0, ..RemapSpec::default() };
-    let (mut m, mut rt) = machine(spec, true);
-    let (_, (hot, hot_pfn)) = pages(&m);
-    let mv = Mechanisms::on_core(&mut m, &mut rt, 0).otf_migrate(hot_pfn, Dest::Free).unwrap();
-    set_clock(&mut m, 0, mv.done + 1);
+    let (mut m, mut rt, hot, hot_pfn, _) = whole_page_moved();
     m.access(0, &Access::write(hot + 64, 8, 0), &mut ());
     m.break_reconcile_pte = true;
     Mechanisms::on_core(&mut m, &mut rt, 0).reconcile(hot_pfn).unwrap();
