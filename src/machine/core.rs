@@ -30,6 +30,8 @@ pub struct CoreStats {
     /// VM exits this core (as a vCPU) took, and the cycles they cost it.
     pub vm_exits: u64,
     pub vm_exit_cycles: u64,
+    /// Cycles this core waited for pages that were being moved (module `hypervisor`).
+    pub migration_wait_cycles: u64,
 }
 
 /// One core: its clock, TLBs and counters.

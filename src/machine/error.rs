@@ -71,6 +71,13 @@ pub enum MechError {
     RemapFull,
     /// A job's operation was not run: an earlier operation of its group was refused.
     Skipped,
+    /// The mechanism exists only for VM tenants (PML, EPT bits).
+    NotVm { tenant: u16 },
+    /// The page was remapped by something else while a batched move of it was under
+    /// way; the move was abandoned (its destination freed).
+    MovedMeanwhile { page: PageRef },
+    /// No batched move has this number (or it already finished).
+    NoSuchBatch { batch: u32 },
 }
 
 impl fmt::Display for MechError {
@@ -114,6 +121,9 @@ impl fmt::Display for MechError {
             MechError::RemapBusy { pfn } => write!(f, "the ReMap entry of frame {pfn:#x} is being moved back"),
             MechError::RemapFull => f.write_str("the ReMap table is full"),
             MechError::Skipped => f.write_str("not run: an earlier operation of its group was refused"),
+            MechError::NotVm { tenant } => write!(f, "tenant {tenant} is a process: this mechanism needs a VM (EPT and PML)"),
+            MechError::MovedMeanwhile { page } => write!(f, "{page} was remapped while its batched move was under way"),
+            MechError::NoSuchBatch { batch } => write!(f, "there is no batched move {batch} under way"),
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod core;
 pub mod costs;
 pub mod error;
 pub mod events;
+pub mod hypervisor;
 mod ids;
 pub mod memory;
 pub mod ops;
@@ -51,7 +52,7 @@ pub use space::{PageInfo, TenantKind};
 use crate::trace::Access;
 use crate::units::Size;
 use memory::{Memory, Tiers};
-use page_table::{WalkPath, ACCESSED, DIRTY, POISONED};
+use page_table::{WalkPath, ACCESSED, DIRTY, POISONED, TRAP};
 use placement::Placement;
 use redirect::{Layout, PathCtx};
 use space::Space;
@@ -96,6 +97,8 @@ pub struct MachineInfo {
     pub total_refs: u64,
     /// Tenants (address spaces) of the run.
     pub tenants: usize,
+    /// Whether first touch maps huge pages (transparent huge pages).
+    pub thp: bool,
 }
 
 impl MachineInfo {
@@ -237,6 +240,7 @@ impl MachineInfo {
             footprint_bytes: b.footprint,
             total_refs: b.total_refs,
             tenants: b.tenants.len(),
+            thp: b.thp,
         }
     }
 }
@@ -267,6 +271,8 @@ pub struct Machine<R: Redirect = NoRedirect> {
     pub(crate) stats: ops::MechanismStats,
     /// VM exits and PML buffers (HMM-V's hardware virtualisation).
     pub(crate) vmx: vmx::Vmx,
+    /// Pages waiting on moves and batched moves under way (module `hypervisor`).
+    pub(crate) hyper: hypervisor::Hyper,
     /// The first error met inside the reference path (memory exhausted, a stale read
     /// under `--verify`); the engine stops the run with it.
     pub(crate) error: Option<String>,
@@ -277,6 +283,10 @@ pub struct Machine<R: Redirect = NoRedirect> {
     /// Test hook: an address reconciliation that leaves the PTE stale.
     #[cfg(test)]
     pub(crate) break_reconcile_pte: bool,
+    /// Test hook: a PML move that does not copy again the pages written during its
+    /// copy, to prove `--verify` notices.
+    #[cfg(test)]
+    pub(crate) break_pml_recopy: bool,
 }
 
 impl<R: Redirect> Machine<R> {
@@ -341,6 +351,7 @@ impl<R: Redirect> Machine<R> {
                     drain_per_entry: cfg.cycles(cfg.costs.pml_drain_ns_per_entry),
                 },
             ),
+            hyper: hypervisor::Hyper::new(),
             error: None,
             timing: Timing {
                 cpi_fp: (cfg.base_cpi * FP as f64).round() as u64,
@@ -356,6 +367,8 @@ impl<R: Redirect> Machine<R> {
             break_migration_copy: false,
             #[cfg(test)]
             break_reconcile_pte: false,
+            #[cfg(test)]
+            break_pml_recopy: false,
         })
     }
 
@@ -392,6 +405,11 @@ impl<R: Redirect> Machine<R> {
     /// VM exits by cause and PML traffic.
     pub fn vmx(&self) -> &vmx::VmxStats {
         &self.vmx.stats
+    }
+
+    /// Pages moved by the hypervisor's migration variants, and the waits they caused.
+    pub fn vm_moves(&self) -> &hypervisor::VmMoveStats {
+        &self.hyper.stats
     }
 
     /// A VM exit of `core` for `cause`: the vCPU stops for its cost (and its PML
@@ -544,30 +562,57 @@ impl<R: Redirect> Machine<R> {
     /// Sets the Dirty bit of the PTE behind `entry` with a write through the caches
     /// issued `after` cycles into the reference; returns its latency.
     fn set_dirty_bit<O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, entry: &TlbEntry, after: u64, obs: &mut O) -> u64 {
-        let slot = if entry.slot != NO_SLOT {
-            Some(entry.slot as usize)
+        let (slot, addr, huge) = if entry.slot != NO_SLOT {
+            (Some(entry.slot as usize), vaddr, entry.huge)
         } else {
-            self.space
-                .managed_addr(tenant, vaddr)
-                .and_then(|addr| self.space.tenants()[tenant as usize].table.walk(addr, None))
-                .map(|l| l.slot)
+            match self.space.managed_addr(tenant, vaddr).and_then(|addr| self.space.tenants()[tenant as usize].table.walk(addr, None).map(|l| (l, addr))) {
+                Some((l, addr)) => (Some(l.slot), addr, l.huge),
+                None => (None, vaddr, false),
+            }
         };
         let mut lat = 0;
         if let Some(slot) = slot {
+            if *self.space.entry_mut(tenant, slot) & TRAP != 0 {
+                // A write to a page that is moving (write-protected, say).
+                self.spring_trap(core, tenant, addr, huge, true);
+            }
             let e = self.space.entry_mut(tenant, slot);
             let newly_dirty = *e & DIRTY == 0;
             *e |= DIRTY | ACCESSED;
             if newly_dirty && self.vmx.pml_on(tenant) {
-                if let Some(gpa) = self.space.managed_addr(tenant, vaddr) {
-                    self.pml_log(core, tenant, gpa);
-                }
+                self.pml_log(core, tenant, addr);
             }
             let pa = self.space.entry_paddr(tenant, slot);
             let at = self.cores[core].clock + after;
             lat = self.mem.cached(&mut self.redirect, core, pa, true, MemKind::Walk, at, false, obs).1;
         }
+        if self.space.tenants()[tenant as usize].guest.is_some() {
+            lat += self.set_guest_dirty_bit(core, tenant, vaddr, after + lat, obs);
+        }
         self.cores[core].tlb.set_dirty(tenant, vaddr, entry.huge);
         lat
+    }
+
+    /// The guest half of a VM's first store through a clean TLB entry: the MMU sets
+    /// the Dirty bit of the guest PTE too (a write to the guest page-table page, whose
+    /// EPT entry it marks accessed, and dirty while PML is on: module `vmx`). The
+    /// guest PTE's host address comes from the paging-structure caches (no walk).
+    fn set_guest_dirty_bit<O: Observer>(&mut self, core: usize, tenant: u16, gva: u64, after: u64, obs: &mut O) -> u64 {
+        let guest = &mut self.space.tenant_mut(tenant).guest.as_mut().expect("VM tenant").table;
+        let Some(gleaf) = guest.walk(gva, None) else { return 0 };
+        *guest.entry_mut(gleaf.slot) |= DIRTY | ACCESSED;
+        let gpte = guest.entry_paddr(gleaf.slot);
+        let Ok(m) = self.space.mapped(PageRef::new(tenant, gpte)) else { return 0 };
+        let pml = self.vmx.pml_on(tenant);
+        let e = self.space.entry_mut(tenant, m.slot);
+        let newly_dirty = pml && *e & DIRTY == 0;
+        *e |= ACCESSED | if pml { DIRTY } else { 0 };
+        if newly_dirty {
+            self.pml_log(core, tenant, gpte);
+        }
+        let hpa = (m.pfn() << 12) + (gpte - m.addr);
+        let at = self.cores[core].clock + after;
+        self.mem.cached(&mut self.redirect, core, hpa, true, MemKind::Walk, at, false, obs).1
     }
 
     /// Walk references of `path` through the caches, each issued when the previous
@@ -691,10 +736,12 @@ impl<R: Redirect> Machine<R> {
             obs.on_fault(&FaultEvent { core, tenant, addr: page, page: number, huge: managed_huge, kind: FaultKind::Poison });
         }
         self.cores[core].stats.walk_cycles += cycles - if poisoned { self.timing.poison_fault_cycles } else { 0 };
+        // A page that is moving, or whose move left its entry unfilled.
+        let clean = entry & TRAP != 0 && self.spring_trap(core, tenant, addr, managed_huge, write);
         obs.on_tlb_miss(&TlbMissEvent { core, tenant, vaddr, addr, huge, walk_cycles: cycles });
         // (A VM page mapped small in either dimension comes back from the nested walk
         // as a 4 KiB translation.)
-        let tlb_entry = TlbEntry { base_pfn: entry >> 12, huge, dirty: entry & DIRTY != 0, slot };
+        let tlb_entry = TlbEntry { base_pfn: entry >> 12, huge, dirty: entry & DIRTY != 0 && !clean, slot };
         self.cores[core].tlb.fill(tenant, vaddr, tlb_entry);
         Some((tlb_entry, cycles))
     }

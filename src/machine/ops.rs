@@ -241,7 +241,8 @@ impl<R: Redirect> Machine<R> {
 
     /// Invalidates translations on every core and charges one shootdown round. For a
     /// VM the host flushes all of the VM's translations (as INVEPT does for one EPT
-    /// context): it does not know the guest-virtual addresses.
+    /// context): it does not know the guest-virtual addresses
+    /// ([`Machine::vm_flush`]).
     pub(crate) fn shootdown(&mut self, x: &mut Exec, sd: Shootdown) {
         let page = match sd {
             Shootdown::Page { page, .. } | Shootdown::Region { page } => page,
@@ -249,9 +250,12 @@ impl<R: Redirect> Machine<R> {
         let is_vm = self.space.tenants()[page.tenant as usize].guest.is_some();
         let huge_frames = self.space.huge_frames();
         let region = page.addr & !((huge_frames << 12) - 1);
+        if is_vm {
+            self.vm_flush(x, page.tenant);
+            return;
+        }
         for c in &mut self.cores {
             match sd {
-                _ if is_vm => c.tlb.flush_tenant(page.tenant),
                 Shootdown::Page { page, huge } => {
                     c.tlb.invalidate(page.tenant, page.addr, huge);
                 }
@@ -311,42 +315,48 @@ impl<R: Redirect> Machine<R> {
         phases.shootdown = x.at - lap(x);
         self.cpu(x, plan.software);
         for m in &plan.moves {
-            let (from_tier, to_tier) = (self.space.tier_of(m.from), self.space.tier_of(m.to));
-            for i in 0..m.frames {
-                let addr = m.page.addr + (i << 12);
-                let owner = if m.to_is_copy { Owner::Copy { tenant: m.page.tenant, addr } } else { Owner::Data { tenant: m.page.tenant, addr } };
-                self.space.set_owner(m.to + i, owner);
-                if m.source == Source::KeepAsCopy {
-                    self.space.set_owner(m.from + i, Owner::Copy { tenant: m.page.tenant, addr });
-                }
-            }
-            if m.source == Source::Free {
-                self.space.release(m.from, m.frames);
-                if let Some(s) = &mut self.shadow {
-                    s.freed(m.from, m.frames);
-                }
-            }
-            if m.count && from_tier != to_tier {
-                self.space.count_move(m.page.tenant, from_tier, to_tier, m.frames);
-            }
-            if !m.copy {
-                // A clean copy dropped: the page goes back to its original, nothing moves.
-                continue;
-            }
-            if from_tier != to_tier {
-                self.stats.pages_between[from_tier.index()][to_tier.index()] += 1;
-                self.stats.bytes_between += m.frames << 12;
-            }
-            let count = match plan.kind {
-                MoveKind::Migrate => &mut self.stats.migrate,
-                MoveKind::Swap => &mut self.stats.swap,
-                MoveKind::Merge => &mut self.stats.merge,
-                MoveKind::CopyIn => &mut self.stats.copy_in,
-                MoveKind::CopyBack => &mut self.stats.copy_back,
-            };
-            count.add(m.frames << 12);
+            self.settle(plan.kind, m);
         }
         phases
+    }
+
+    /// The bookkeeping of a move once its data is in place: owners of the new frames,
+    /// the old frames freed or kept, per-tenant counts and the move statistics.
+    pub(crate) fn settle(&mut self, kind: MoveKind, m: &Move) {
+        let (from_tier, to_tier) = (self.space.tier_of(m.from), self.space.tier_of(m.to));
+        for i in 0..m.frames {
+            let addr = m.page.addr + (i << 12);
+            let owner = if m.to_is_copy { Owner::Copy { tenant: m.page.tenant, addr } } else { Owner::Data { tenant: m.page.tenant, addr } };
+            self.space.set_owner(m.to + i, owner);
+            if m.source == Source::KeepAsCopy {
+                self.space.set_owner(m.from + i, Owner::Copy { tenant: m.page.tenant, addr });
+            }
+        }
+        if m.source == Source::Free {
+            self.space.release(m.from, m.frames);
+            if let Some(s) = &mut self.shadow {
+                s.freed(m.from, m.frames);
+            }
+        }
+        if m.count && from_tier != to_tier {
+            self.space.count_move(m.page.tenant, from_tier, to_tier, m.frames);
+        }
+        if !m.copy {
+            // A clean copy dropped: the page goes back to its original, nothing moves.
+            return;
+        }
+        if from_tier != to_tier {
+            self.stats.pages_between[from_tier.index()][to_tier.index()] += 1;
+            self.stats.bytes_between += m.frames << 12;
+        }
+        let count = match kind {
+            MoveKind::Migrate => &mut self.stats.migrate,
+            MoveKind::Swap => &mut self.stats.swap,
+            MoveKind::Merge => &mut self.stats.merge,
+            MoveKind::CopyIn => &mut self.stats.copy_in,
+            MoveKind::CopyBack => &mut self.stats.copy_back,
+        };
+        count.add(m.frames << 12);
     }
 
     /// The leaf mapping `page`, checked against the tiers.
@@ -553,10 +563,9 @@ impl<R: Redirect> Machine<R> {
             return;
         }
         if self.space.tenants()[tenant as usize].guest.is_some() {
-            for c in &mut self.cores {
-                c.tlb.flush_tenant(tenant);
-            }
+            self.vm_flush(x, tenant);
+        } else {
+            self.ipi_round(x);
         }
-        self.ipi_round(x);
     }
 }

@@ -33,6 +33,10 @@ pub const DIRTY: u64 = 4;
 pub const POISONED: u64 = 8;
 /// Entry bit: a leaf at level 2 mapping a huge page.
 pub const HUGE: u64 = 16;
+/// Entry bit: a migration variant left a record for this page (it is unmapped while
+/// it moves, write-protected, or its new entry is not filled yet): the next TLB miss
+/// to it consults the machine's record (module `hypervisor`).
+pub const TRAP: u64 = 32;
 const FLAG_MASK: u64 = (1 << 12) - 1;
 const CHUNK: usize = 512;
 

@@ -89,6 +89,9 @@ pub struct Tenant {
     /// the fast tier that would exceed it are refused (HMM-V's per-VM DRAM, §4.4). A
     /// quota lowered at run time may be exceeded until the policy moves pages out.
     fast_quota: Option<u64>,
+    /// Fast frames taken for moves into the fast tier still under way (held against
+    /// the quota until the moves count them).
+    fast_held: u64,
 }
 
 impl Tenant {
@@ -104,7 +107,7 @@ impl Tenant {
     /// Whether `frames` more frames fit in tier `t` under the tenant's quota.
     #[inline]
     fn fits(&self, t: TierId, frames: u64) -> bool {
-        t != TierId::FAST || self.fast_quota.is_none_or(|q| self.frames_in[0] + frames <= q)
+        t != TierId::FAST || self.fast_quota.is_none_or(|q| self.frames_in[0] + self.fast_held + frames <= q)
     }
 }
 
@@ -200,7 +203,7 @@ impl Space {
                 let table = PageTable::new(levels, huge_shift, &mut GuestFrames(&mut next_gpfn)).expect("guest frames are unlimited");
                 Guest { table, next_gpfn }
             });
-            tenants.push(Tenant { kind, table, guest, frames_in: vec![0; frames.len()], fast_quota: None });
+            tenants.push(Tenant { kind, table, guest, frames_in: vec![0; frames.len()], fast_quota: None, fast_held: 0 });
         }
         let bounds = TierId::first(frames.len()).map(|t| (alloc.base(t), alloc.base(t) + alloc.frames(t))).collect();
         let reserve = vec![0; frames.len()];
@@ -314,6 +317,13 @@ impl Space {
         } else {
             Err(MechError::OverQuota { tenant, quota_frames: x.fast_quota.unwrap_or(0) })
         }
+    }
+
+    /// Holds (or, with `release`, lets go of) `frames` fast frames against `tenant`'s
+    /// quota for a move under way.
+    pub(crate) fn hold_fast(&mut self, tenant: u16, frames: u64, release: bool) {
+        let h = &mut self.tenants[tenant as usize].fast_held;
+        *h = if release { *h - frames } else { *h + frames };
     }
 
     /// Records that `frames` of `tenant` moved from tier `from` to tier `to`.

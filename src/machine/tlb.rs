@@ -232,15 +232,21 @@ impl Tlb {
         a | b
     }
 
-    /// Drops every translation of `tenant`.
-    pub fn flush_tenant(&mut self, tenant: u16) {
-        let mine = |k: u64, _| (k >> 46) & 0xffff != tenant as u64;
-        self.l1_small.retain(mine);
-        self.l1_huge.retain(mine);
-        self.l2_small.retain(mine);
+    /// Drops every translation of `tenant`; returns whether there was any.
+    pub fn flush_tenant(&mut self, tenant: u16) -> bool {
+        let mut any = false;
+        let mut others = |k: u64, _| {
+            let mine = (k >> 46) & 0xffff == tenant as u64;
+            any |= mine;
+            !mine
+        };
+        self.l1_small.retain(&mut others);
+        self.l1_huge.retain(&mut others);
+        self.l2_small.retain(&mut others);
         if let Some(h) = &mut self.l2_huge {
-            h.retain(mine);
+            h.retain(&mut others);
         }
+        any
     }
 
     /// Every cached translation as (tenant, virtual address of the page, entry); for

@@ -38,6 +38,9 @@ pub enum ExitCause {
     Hypercall,
     /// The hypervisor interrupted the vCPU (to collect its PML buffer).
     Kick,
+    /// The hypervisor interrupted the vCPU to flush the VM's translations (a remote
+    /// TLB flush after it changed the EPT, or cleared A/D bits it reads).
+    TlbFlush,
 }
 
 /// VM exits by cause and PML traffic, over the run.
@@ -48,6 +51,7 @@ pub struct VmxStats {
     pub pml_full: u64,
     pub hypercall: u64,
     pub kick: u64,
+    pub tlb_flush: u64,
     /// Cycles the vCPUs spent in exits (round trip, handler, drains).
     pub exit_cycles: u64,
     /// Guest-physical pages the MMU logged, and those drained into the VMs' logs.
@@ -57,7 +61,7 @@ pub struct VmxStats {
 
 impl VmxStats {
     pub fn exits(&self) -> u64 {
-        self.ept_violation + self.write_protect + self.pml_full + self.hypercall + self.kick
+        self.ept_violation + self.write_protect + self.pml_full + self.hypercall + self.kick + self.tlb_flush
     }
 
     fn count(&mut self, cause: ExitCause) {
@@ -67,6 +71,7 @@ impl VmxStats {
             ExitCause::PmlFull => &mut self.pml_full,
             ExitCause::Hypercall => &mut self.hypercall,
             ExitCause::Kick => &mut self.kick,
+            ExitCause::TlbFlush => &mut self.tlb_flush,
         } += 1;
     }
 }
@@ -137,7 +142,7 @@ impl Vmx {
         let handler = match cause {
             ExitCause::EptViolation => self.costs.ept_violation,
             ExitCause::WriteProtect => self.costs.write_protect,
-            ExitCause::PmlFull | ExitCause::Hypercall | ExitCause::Kick => 0,
+            ExitCause::PmlFull | ExitCause::Hypercall | ExitCause::Kick | ExitCause::TlbFlush => 0,
         };
         let cycles = self.costs.round_trip + handler + drained * self.costs.drain_per_entry;
         self.stats.exit_cycles += cycles;

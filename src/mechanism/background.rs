@@ -17,6 +17,7 @@
 use super::limits::Limits;
 use super::run_op;
 use crate::machine::ops::Exec;
+use crate::machine::hypervisor::MoveHow;
 use crate::machine::{Machine, MechError, Observer, PageRef, Redirect, ScanEvent, TierId};
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -82,6 +83,15 @@ pub enum Op {
     Poison { page: PageRef },
     Unpoison { page: PageRef },
     Scan { scope: Scope, mode: ScanMode },
+    /// Moves a page the `linux` or `write-protect` way (a `pml` move is a
+    /// [`Op::MoveBatch`]); see `machine::hypervisor`.
+    MoveAs { page: PageRef, to: TierId, how: MoveHow },
+    /// Runs a batched (PML) move planned with `Mechanisms::plan_pml_batch`, in steps:
+    /// prepare, each page's copy, finish; the VM runs between them.
+    MoveBatch { batch: u32 },
+    /// Does nothing itself: it lets the policy work on the thread, on its clock, in
+    /// `Policy::on_job_done` when the thread reaches it (a scanner's window, say).
+    Run,
 }
 
 /// Work for a background thread: operations run in order, each when the thread gets
@@ -357,6 +367,13 @@ impl Threads {
                     }
                 }
             }
+            Some(Op::MoveBatch { batch }) => match m.batch_step(&mut x, batch) {
+                Some(r) => {
+                    job.results.push(r);
+                    true
+                }
+                None => false,
+            },
             Some(op) => {
                 job.results.push(run_op(m, limits, &mut x, op));
                 true

@@ -38,6 +38,7 @@ mod limits;
 pub use crate::machine::{Colour, Direction, MechError, Owner, PageInfo, PageRef, TierId};
 pub use background::{Job, JobDone, JobId, Op, ScanMode, Scope, ThreadId, ThreadKind, ThreadStats, ThreadStatus, Threads};
 pub use limits::{Limits, RateLimit};
+pub use crate::machine::hypervisor::{GptEntry, GptNode, MoveHow};
 
 use crate::machine::cache::LINE_BYTES;
 use crate::machine::copies::Copies;
@@ -137,6 +138,18 @@ pub(crate) fn run_op<R: Redirect>(m: &mut Machine<R>, limits: &mut Limits, x: &m
         }
         Op::Poison { page } => m.set_poison(x, page, true),
         Op::Unpoison { page } => m.set_poison(x, page, false),
+        Op::MoveAs { page, to, how } => {
+            let (d, bytes) = limit_move(m, limits, x.at, page, to)?;
+            m.move_as(x, page, to, how)?;
+            limits.count(d, x.at, bytes);
+            Ok(())
+        }
+        Op::MoveBatch { batch } => loop {
+            if let Some(r) = m.batch_step(x, batch) {
+                break r;
+            }
+        },
+        Op::Run => Ok(()),
         Op::Scan { .. } => unreachable!("scans run in steps"),
     }
 }
@@ -201,6 +214,11 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
         self.m.info()
     }
 
+    /// Whether `tenant` is a VM (has a guest page table and an EPT).
+    pub fn is_vm(&self, tenant: u16) -> bool {
+        self.m.space().tenants().get(tenant as usize).is_some_and(|t| t.guest.is_some())
+    }
+
     /// Tenants of the run (numbered from 0).
     pub fn tenants(&self) -> u16 {
         self.m.space().tenants().len() as u16
@@ -254,6 +272,76 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
     /// policy's mechanism raises): the vCPU stops for its cost. Returns the cycles.
     pub fn vm_exit(&mut self, core: usize, cause: crate::machine::vmx::ExitCause) -> u64 {
         self.m.vm_exit(core, cause)
+    }
+
+    /// The policy's own CPU work of `cycles` (sorting, bookkeeping), charged to this
+    /// executor.
+    pub fn compute(&mut self, cycles: u64) {
+        self.run(|m, _, x| m.cpu(x, cycles));
+    }
+
+    /// Flushes every translation of VM `tenant` on every core (INVEPT): each other
+    /// core holding one takes a `TlbFlush` exit, the executor pays one shootdown.
+    pub fn flush_vm(&mut self, tenant: u16) -> Result<(), MechError> {
+        if self.m.space().tenants().get(tenant as usize).ok_or(MechError::NoSuchTenant { tenant })?.guest.is_none() {
+            return Err(MechError::NotVm { tenant });
+        }
+        self.run(|m, _, x| m.vm_flush(x, tenant));
+        Ok(())
+    }
+
+    /// The last-level guest page-table pages of VM `tenant`, collected by a guest
+    /// module and handed over with a hypercall (HMM-V §4.1.1): charged one line read
+    /// and `scan_pte_cycles` per page (the upper-level entries that point to them)
+    /// and, on a core, a hypercall exit.
+    pub fn collect_gpt(&mut self, tenant: u16) -> Result<Vec<GptNode>, MechError> {
+        let nodes = self.m.guest_leaf_nodes(tenant)?;
+        let per = self.m.cfg().costs.scan_pte_cycles;
+        self.run(|m, _, x| {
+            for n in &nodes {
+                if let Some(host) = m.host_addr(tenant, n.gpfn << 12) {
+                    m.exec_access(x, host, false);
+                }
+                m.cpu(x, per);
+            }
+        });
+        if let Executor::Core(c) = self.on {
+            self.m.vm_exit(c, crate::machine::vmx::ExitCause::Hypercall);
+        }
+        Ok(nodes)
+    }
+
+    /// Reads guest page-table pages `nodes` of VM `tenant` from the host, on this
+    /// executor's clock: one line read per 8 entries, `scan_pte_cycles` per leaf;
+    /// `f` sees each leaf entry and returns whether to clear its A/D bits (a write).
+    /// Returns the leaf entries read. Flush the VM's translations after clearing
+    /// ([`Mechanisms::flush_vm`]).
+    pub fn scan_gpt(&mut self, tenant: u16, nodes: &[GptNode], mut f: impl FnMut(GptEntry) -> bool) -> u64 {
+        self.run(|m, _, x| nodes.iter().map(|&n| m.scan_gpt_node(x, tenant, n, &mut f)).sum())
+    }
+
+    /// Clears the EPT dirty bit of the page of VM `tenant` holding guest-physical
+    /// address `gpa` (one entry write), so that PML logs its next write; returns
+    /// whether it was set. Flush the VM's translations afterwards.
+    pub fn clear_ept_dirty(&mut self, tenant: u16, gpa: u64) -> Result<bool, MechError> {
+        self.run(|m, _, x| m.clear_ept_dirty(x, tenant, gpa))
+    }
+
+    /// Plans a batched PML move of `pages` (each to its tier), to hand to a thread
+    /// as [`Op::MoveBatch`] (HMM-V §4.3; `machine::hypervisor`). Nothing is charged
+    /// until it runs.
+    pub fn plan_pml_batch(&mut self, pages: Vec<(PageRef, TierId)>) -> u32 {
+        self.m.hyper.plan_batch(pages)
+    }
+
+    /// Moves `page` to tier `to` the given way now, on this executor's clock (a
+    /// `pml` move as a batch of one, all its steps at once).
+    pub fn move_as(&mut self, page: PageRef, to: TierId, how: MoveHow) -> Result<(), MechError> {
+        if how == MoveHow::Pml {
+            let batch = self.m.hyper.plan_batch(vec![(page, to)]);
+            return self.run(|m, limits, x| run_op(m, limits, x, Op::MoveBatch { batch }));
+        }
+        self.run(|m, limits, x| run_op(m, limits, x, Op::MoveAs { page, to, how }))
     }
 
     /// Limits moves toward faster (`Promote`) or slower (`Demote`) tiers to `mb_per_s`

@@ -3,6 +3,7 @@
 //! its type in brackets after the policy type.
 
 use super::baselines::{AllFast, AllSlow, FirstTouch, FlatStatic, RoundRobin};
+use super::hmmv::{EptScanner, Full, HmmV};
 use super::hscc::Hscc;
 use super::kstaled::Kstaled;
 use super::lru::Lru;
@@ -56,4 +57,6 @@ policies! {
     "sprm" => Otf<SpRm> [Remap], "64 KiB subpages migrated into a fast swap area, the least beneficial moved back at 50 % full (SpRM, HMEM'21)";
     "kstaled" => Kstaled, "Accessed-bit idle pages (idle for 10 s of scans) to slow memory, back on access (Thermostat §2.1)";
     "thermostat" => Thermostat, "huge-page-aware cold-page placement under a tolerable slowdown (Thermostat, ASPLOS'17)";
+    "hmm-v" => HmmV<Full>, "hypervisor tiering for VMs: PML-guided guest page-table scans, multi-level queue, degree sort, PML migration, DRAM pool (HMM-V)";
+    "ept-scanner" => HmmV<EptScanner>, "RAMinate's tracking for VMs: the whole EPT scanned every second, hot pages moved as HMM-V does (HMM-V §2, §5.3)";
 }

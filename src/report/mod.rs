@@ -264,6 +264,11 @@ pub struct Report {
     /// a VM tenant only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vm_exits: Option<crate::machine::vmx::VmxStats>,
+    /// Pages the hypervisor's migration variants moved (`linux`, `write-protect`,
+    /// `pml`), PML batches and recopies, and the accesses that waited for a moving
+    /// page (runs with a VM tenant only; `machine::hypervisor`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vm_moves: Option<crate::machine::hypervisor::VmMoveStats>,
     /// The background threads the policy used: busy time, jobs and operations done,
     /// refused and left unfinished.
     pub threads: Vec<ThreadStats>,
@@ -456,6 +461,7 @@ impl Report {
                 .collect(),
             mechanisms: m.stats().clone(),
             vm_exits: m.space().tenants().iter().any(|t| t.guest.is_some()).then(|| m.vmx().clone()),
+            vm_moves: m.space().tenants().iter().any(|t| t.guest.is_some()).then(|| m.vm_moves().clone()),
             threads,
             redirect: m.redirect().report(cores, &m.cfg().tlb).into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             policy_report,

@@ -106,6 +106,28 @@ pub fn run_summary(r: &Report) -> String {
             if t.ops_unfinished > 0 { format!(", {} operations unfinished at the end", t.ops_unfinished) } else { String::new() }
         );
     }
+    if let Some(v) = &r.vm_exits {
+        let cycles = r.summary.cycles.max(1) as f64;
+        let _ = writeln!(
+            w,
+            "VM exits          {} ({:.2} % of the cycles): EPT violation {}, write protection {}, PML full {}, hypercall {}, kick {}, TLB flush {}",
+            v.exits(),
+            v.exit_cycles as f64 / cycles * 100.0,
+            v.ept_violation,
+            v.write_protect,
+            v.pml_full,
+            v.hypercall,
+            v.kick,
+            v.tlb_flush
+        );
+    }
+    if let Some(v) = r.vm_moves.as_ref().filter(|v| v.linux + v.write_protect + v.pml > 0) {
+        let _ = writeln!(
+            w,
+            "VM page moves     linux {}, write-protect {}, pml {} ({} batches, {} pages copied again); {} accesses waited {} cycles for a moving page",
+            v.linux, v.write_protect, v.pml, v.pml_batches, v.pml_recopied, v.waits, v.wait_cycles
+        );
+    }
     if let Some(c) = r.redirect.get("copies").and_then(|v| serde_json::from_value::<CopyStats>(v.clone()).ok()) {
         let _ = writeln!(
             w,
