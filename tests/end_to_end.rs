@@ -142,6 +142,11 @@ fn verify_passes_for_every_baseline_on_every_workload() {
                 "policy.lru.scans_per_run=10",
                 "policy.thermostat.periods_per_run=3",
                 &format!("policy.name=\"{policy}\""),
+                // The hypervisor policies manage VMs: a round within the run.
+                if policy.contains("hmm-v") || policy.contains("ept-scanner") { "tenant_kind=\"vm\"" } else { "engine.check_invariants=true" },
+                "policy.hmm-v.monitor_window_s=0.0005",
+                "policy.hmm-v.first_switch_s=0.0005",
+                "policy.ept-scanner.monitor_window_s=0.0005",
                 // SpRM's swap area takes whole huge pages of the fast tier.
                 if *policy == "sprm" { "machine.tiers.fast.capacity=\"50%\"" } else { "machine.cores=1" },
             ]);
@@ -483,5 +488,168 @@ fn every_preset_runs() {
         let cfg = Config::load(&Sources { preset: Some(name.to_string()), sets, ..Default::default() }).unwrap_or_else(|e| panic!("preset {name}: {e}"));
         let r = run(&cfg, &RunOptions::default()).unwrap_or_else(|e| panic!("preset {name}: {e}"));
         assert!(r.summary.references > 0 && r.summary.cycles > 0, "preset {name}");
+    }
+}
+
+/// HMM-V in small: 100 µs windows (one round takes a millisecond), a 16 MiB VM with a
+/// fast tier of a quarter of it.
+fn hmmv(extra: &[&str]) -> Config {
+    let mut sets = vec![
+        "tenant_kind=\"vm\"",
+        "policy.name=\"hmm-v\"",
+        "workload.name=\"hotspot\"",
+        "workload.footprint=\"16MiB\"",
+        "workload.refs=150000",
+        "workload.write_fraction=0.5",
+        "machine.tiers.fast.capacity=\"25%\"",
+        "engine.epoch_cycles=1000000",
+        "policy.hmm-v.monitor_window_s=0.0001",
+        "policy.hmm-v.first_switch_s=0.0001",
+        "policy.hmm-v.clock_switch_s=0.003",
+    ];
+    sets.extend_from_slice(extra);
+    config(&sets)
+}
+
+#[test]
+fn hmmv_moves_hot_pages_with_every_migration_variant_under_verify() {
+    for how in ["pml", "write-protect", "linux"] {
+        for thp in ["false", "true"] {
+            let m = format!("policy.hmm-v.migration=\"{how}\"");
+            let t = format!("machine.page_table.thp={thp}");
+            let r = run_cfg(&hmmv(&[&m, &t]), true);
+            let what = format!("{how}, thp {thp}");
+            assert!(r.sim.verified_reads > 0, "{what}");
+            let rounds = r.policy_report["rounds"].as_array().unwrap();
+            assert!(!rounds.is_empty(), "{what}: a round ran");
+            assert!(rounds[0]["promoted_pages"].as_u64().unwrap() > 0, "{what}: the hot set was in NVM");
+            let v = r.vm_moves.as_ref().unwrap();
+            let moved = match how {
+                "pml" => v.pml,
+                "linux" => v.linux,
+                _ => v.write_protect,
+            };
+            assert!(moved > 0 && moved == v.pml + v.linux + v.write_protect, "{what}: moved by the variant asked for");
+            let exits = r.vm_exits.as_ref().unwrap();
+            if how == "linux" {
+                assert!(exits.ept_violation > 0, "{what}: new entries filled by exits");
+            }
+            if how == "pml" {
+                assert!(v.pml_batches > 0, "{what}");
+                assert_eq!(exits.ept_violation, v.waits, "{what}: the only EPT violations are accesses that met a moving page");
+            }
+            // The fast tier holds more of the accesses than first touch left there.
+            let ft = run_cfg(&hmmv(&[&t, "policy.hmm-v.migrate=false"]), false);
+            assert!(r.summary.fast_tier_fraction > ft.summary.fast_tier_fraction, "{what}: {} vs {}", r.summary.fast_tier_fraction, ft.summary.fast_tier_fraction);
+        }
+    }
+}
+
+#[test]
+fn hmmv_tracks_only_logged_table_pages_and_the_ept_scanner_everything() {
+    // The hot tenth moves four times: by the last phase, 40 % of the RSS is mapped and
+    // a tenth of it used.
+    let hot = ["workload.hotspot.hot_refs=1.0", "workload.hotspot.hot_size=0.1", "workload.hotspot.phases=4"];
+    let gpt = run_cfg(&hmmv(&["policy.hmm-v.migrate=false", hot[0], hot[1], hot[2]]), false);
+    let ept = run_cfg(
+        &hmmv(&[
+            "policy.name=\"ept-scanner\"",
+            "policy.ept-scanner.migrate=false",
+            "policy.ept-scanner.monitor_window_s=0.0001",
+            hot[0],
+            hot[1],
+            hot[2],
+        ]),
+        false,
+    );
+    let mean = |r: &Report, key: &str| {
+        let w = r.policy_report["windows"].as_array().unwrap();
+        w.iter().map(|x| x[key].as_u64().unwrap()).sum::<u64>() as f64 / w.len() as f64
+    };
+    // The GPT scanner reads the table pages of the current tenth (with their
+    // neighbours); the EPT scanner reads every mapping.
+    let (g, e) = (mean(&gpt, "mapped_bytes"), mean(&ept, "mapped_bytes"));
+    assert!(g < 0.6 * e, "GPT scanner {g} bytes per window, EPT scanner {e}");
+    assert!(gpt.policy_report["queue_levels"].as_array().unwrap().iter().skip(1).any(|l| l.as_u64().unwrap() > 0), "hot pages climbed the queue");
+}
+
+#[test]
+fn hmmv_pool_mode_keeps_each_vm_within_its_bounds_and_runs_deterministically() {
+    let two_vms = |mode: &str| Sources {
+        tenants: ["vm:hotspot:25%", "vm:seqscan:25%"].map(String::from).to_vec(),
+        sets: [
+            "policy.name=\"hmm-v\"",
+            &format!("policy.hmm-v.mode=\"{mode}\""),
+            "workload.footprint=\"8MiB\"",
+            "workload.refs=100000",
+            "machine.tiers.fast.capacity=\"25%\"",
+            "policy.hmm-v.monitor_window_s=0.0001",
+            "policy.hmm-v.first_switch_s=0.0001",
+            "policy.hmm-v.clock_switch_s=0.002",
+            "engine.epoch_cycles=500000",
+        ]
+        .map(String::from)
+        .to_vec(),
+        ..Default::default()
+    };
+    let cfg = Config::load(&two_vms("pool")).unwrap();
+    let (a, b) = (run_cfg(&cfg, true), run_cfg(&cfg, true));
+    assert_eq!(without_wall_time(&a), without_wall_time(&b));
+    let vms = a.policy_report["vms"].as_array().unwrap();
+    let mut moved = false;
+    for (v, t) in vms.iter().zip(&a.tenants) {
+        let (init, now) = (v["initial_dram_frames"].as_u64().unwrap(), v["dram_frames"].as_u64().unwrap());
+        assert!(now * 4 >= init * 3 && now * 4 <= init * 5, "DRAM {now} frames, initial {init}");
+        moved |= now != init;
+        assert!(t.frames_per_tier[0] <= t.fast_quota_frames.unwrap(), "within its quota");
+    }
+    assert!(moved, "pool mode resized a VM's DRAM");
+    // Island mode keeps them.
+    let r = run_cfg(&Config::load(&two_vms("island")).unwrap(), true);
+    for v in r.policy_report["vms"].as_array().unwrap() {
+        assert_eq!(v["initial_dram_frames"], v["dram_frames"]);
+    }
+}
+
+#[test]
+fn hypervisor_policies_refuse_a_run_without_vms() {
+    for p in ["hmm-v", "ept-scanner"] {
+        let cfg = config(&[&format!("policy.name=\"{p}\""), "workload.refs=1000"]);
+        let e = run(&cfg, &RunOptions::default()).map(|_| ()).expect_err("refused").to_string();
+        assert!(e.contains("manages VM tenants"), "{e}");
+    }
+}
+
+#[test]
+fn hmmv_passes_verify_on_every_workload_with_every_migration_variant() {
+    // One-window rounds of 10 µs back to back: pages move all through the run, while
+    // the workload writes them.
+    for how in ["pml", "write-protect", "linux"] {
+        let mut moving = 0;
+        for (workload, _) in WORKLOADS {
+            let cfg = config(&[
+                "tenant_kind=\"vm\"",
+                "policy.name=\"hmm-v\"",
+                &format!("workload.name=\"{workload}\""),
+                "workload.footprint=\"8MiB\"",
+                "workload.refs=60000",
+                "machine.tiers.fast.capacity=\"25%\"",
+                "engine.epoch_cycles=200000",
+                "policy.hmm-v.windows=1",
+                "policy.hmm-v.clock_switch=false",
+                "policy.hmm-v.monitor_window_s=0.00001",
+                "policy.hmm-v.first_switch_s=0.00001",
+                // Everything starts in NVM, so that whatever is tracked moves (NVM with
+                // room for pages first touched while promotions hold DRAM frames).
+                "policy.hmm-v.first_touch_slow=true",
+                "machine.tiers.slow.capacity=\"150%\"",
+                &format!("policy.hmm-v.migration=\"{how}\""),
+            ]);
+            let r = run(&cfg, &RunOptions { verify: true, ..Default::default() }).unwrap_or_else(|e| panic!("hmm-v/{how} on {workload}: {e}"));
+            assert!(r.sim.verified_reads > 0 || workload == &"gups" && r.summary.references == 0, "{how} on {workload}");
+            let v = r.vm_moves.unwrap();
+            moving += (v.pml + v.linux + v.write_protect > 0) as usize;
+        }
+        assert!(moving + 1 >= WORKLOADS.len(), "{how}: pages moved in {moving} of {} workloads", WORKLOADS.len());
     }
 }

@@ -125,6 +125,15 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
                 assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);
             }
         }),
+        (
+            "--policy hmm-v --workload hotspot",
+            &["--set", "policy.hmm-v.monitor_window_s=0.001", "--set", "policy.hmm-v.first_switch_s=0.001", "--set", "workload.footprint=64MiB"],
+            |r| {
+                assert!(r.stdout.lines().any(|l| l.starts_with("VM exits ")), "{}", r.stdout);
+                let rounds = r.report()["policy_report"]["rounds"].as_array().unwrap().clone();
+                assert!(rounds.first().is_some_and(|x| x["promoted_pages"].as_u64().unwrap() > 0), "no round moved a page:\n{}", r.stdout);
+            },
+        ),
         ("compare --preset rainbow --policies flat-static,hscc-4k,hscc-2m,rainbow,all-fast", &[], |r| {
             for p in ["flat-static", "hscc-4k", "hscc-2m", "rainbow", "all-fast"] {
                 assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);

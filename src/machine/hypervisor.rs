@@ -95,7 +95,8 @@ pub struct VmMoveStats {
     pub pml_recopied: u64,
     /// Batched moves abandoned because the page was remapped meanwhile.
     pub abandoned: u64,
-    /// Accesses that found their page moving and waited, and the cycles they waited.
+    /// Accesses that met their page while it moved (each took an exit, or a fault in a
+    /// process), and the cycles they waited beyond it for the move's end.
     pub waits: u64,
     pub wait_cycles: u64,
 }
@@ -504,10 +505,12 @@ impl<R: Redirect> Machine<R> {
                 c.stats.fault_cycles += self.timing.page_fault_cycles;
             }
         }
-        let c = &mut self.cores[core];
-        if exit.is_some() && c.clock < t.until {
-            let wait = t.until - c.clock;
-            c.clock = t.until;
+        if exit.is_some() && now < t.until {
+            // It met the page while it moved: it waits for the move's end (what is
+            // left of it after the exit).
+            let c = &mut self.cores[core];
+            let wait = t.until.saturating_sub(c.clock);
+            c.clock += wait;
             c.stats.migration_wait_cycles += wait;
             self.hyper.stats.waits += 1;
             self.hyper.stats.wait_cycles += wait;

@@ -97,6 +97,8 @@ pub struct MachineInfo {
     pub total_refs: u64,
     /// Tenants (address spaces) of the run.
     pub tenants: usize,
+    /// Of them, VMs.
+    pub vm_tenants: usize,
     /// Whether first touch maps huge pages (transparent huge pages).
     pub thp: bool,
 }
@@ -240,6 +242,7 @@ impl MachineInfo {
             footprint_bytes: b.footprint,
             total_refs: b.total_refs,
             tenants: b.tenants.len(),
+            vm_tenants: b.tenants.iter().filter(|&&k| k == TenantKind::Vm).count(),
             thp: b.thp,
         }
     }
@@ -695,10 +698,14 @@ impl<R: Redirect> Machine<R> {
         let guest = &mut self.space.tenant_mut(tenant).guest.as_mut().expect("VM tenant").table;
         let ge = guest.entry_mut(gleaf.slot);
         *ge |= ACCESSED | if write { DIRTY } else { 0 };
+        let guest_dirty = *ge & DIRTY != 0;
         let gmask = if gleaf.huge { huge_mask } else { 0xfff };
         let gpa = (*ge >> 12) << 12 | (gva & gmask);
         let (he, hhuge, c, _) = self.managed_walk(core, tenant, gpa, write, cycles, obs)?;
         cycles += c;
+        // The combined entry is dirty only if both dimensions are: a first store sets
+        // whichever Dirty bit is still clear.
+        let he = if guest_dirty { he } else { he & !DIRTY };
         let flags = he & 0xfff;
         if gleaf.huge && hhuge {
             Some((he, true, cycles, gpa, hhuge))

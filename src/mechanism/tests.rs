@@ -502,3 +502,193 @@ fn pml_logs_dirtied_guest_pages_and_exits_when_full() {
     write(&mut m, 0, 0, BASE);
     assert_eq!(m.vmx().pml_logged, 0);
 }
+
+/// A VM (tenant 0) on core 0 and a process (tenant 1) on core 1, each with the page at
+/// `BASE` written; returns the VM page's guest-physical address.
+fn vm_and_process(verify: bool) -> (Machine, Runtime, u64) {
+    let (mut m, r) = (machine(false, verify, &[TenantKind::Vm, TenantKind::Process]), rt());
+    write(&mut m, 0, 0, BASE);
+    write(&mut m, 1, 1, BASE);
+    let gpa = m.space.managed_addr(0, BASE).unwrap();
+    (m, r, gpa)
+}
+
+/// Runs the next step of thread 0 and returns its clock after it.
+fn step_thread(m: &mut Machine, runtime: &mut Runtime) -> u64 {
+    runtime.threads.step(m, &mut runtime.limits, 0, &mut ());
+    runtime.threads.status(ThreadId(0), 0).clock
+}
+
+#[test]
+fn a_vm_flush_kicks_the_cores_holding_its_translations() {
+    let (mut m, mut r, _) = vm_and_process(false);
+    let (c0, c1) = (m.cores[0].clock, m.cores[1].clock);
+    // From a thread: core 0 holds VM translations and takes a TlbFlush exit (the
+    // 500 ns round trip at 3.2 GHz); core 1 runs only the process and is left alone.
+    Mechanisms::on_thread(&mut m, &mut r, ThreadId(0)).flush_vm(0).unwrap();
+    assert_eq!((m.cores[0].clock - c0, m.cores[1].clock - c1, m.vmx().tlb_flush), (1600, 0, 1));
+    assert_eq!(m.stats.shootdowns, 1);
+    let misses = m.cores[0].stats.tlb_misses;
+    read(&mut m, 0, 0, BASE);
+    assert_eq!(m.cores[0].stats.tlb_misses, misses + 1, "the translation was flushed");
+    // From core 0 itself: no exit for its own flush; it pays the initiator's 300 cycles.
+    let c0 = m.cores[0].clock;
+    on(&mut m, &mut r, 0).flush_vm(0).unwrap();
+    assert_eq!((m.cores[0].clock - c0, m.vmx().tlb_flush), (300, 1));
+    assert_eq!(on(&mut m, &mut r, 0).flush_vm(1), Err(MechError::NotVm { tenant: 1 }));
+}
+
+#[test]
+fn a_linux_move_makes_an_access_wait_and_exits_to_fill_the_new_entry() {
+    let (mut m, mut r, gpa) = vm_and_process(true);
+    let mut job = Job::new(0);
+    job.push(Op::MoveAs { page: pg(gpa), to: SLOW, how: MoveHow::Linux });
+    on(&mut m, &mut r, 0).submit(ThreadId(0), job).unwrap();
+    let before = m.cores[0].clock;
+    let end = step_thread(&mut m, &mut r);
+    // The unmap's flush kicked core 0 once.
+    assert_eq!((m.vmx().tlb_flush, m.cores[0].clock - before), (1, 1600));
+    assert_eq!(m.vm_moves().linux, 1);
+    let at = m.cores[0].clock;
+    assert!(at < end, "the core reaches the page while it moves");
+    // The read (1 cycle of instruction) misses, finds the page unmapped: an EPT
+    // violation (500 + 1 500 ns = 6 400 cycles), then waits for the move's end.
+    read(&mut m, 0, 0, BASE);
+    let wait = end - (at + 1 + 6400);
+    assert_eq!((m.vmx().ept_violation, m.cores[0].stats.migration_wait_cycles, m.vm_moves().waits), (1, wait, 1));
+    assert!(m.cores[0].clock > end);
+    // The handler filled the entry: no more exits.
+    read(&mut m, 0, 0, BASE + 64);
+    write(&mut m, 0, 0, BASE + 128);
+    assert_eq!(m.vmx().ept_violation, 1);
+    assert_eq!(on(&mut m, &mut r, 0).page(pg(gpa)).unwrap().tier, SLOW);
+
+    // Moved back with the core already past the move's end: one exit to fill the
+    // entry, no wait.
+    let mut job = Job::new(0);
+    job.push(Op::MoveAs { page: pg(gpa), to: FAST, how: MoveHow::Linux });
+    on(&mut m, &mut r, 0).submit(ThreadId(0), job).unwrap();
+    let end = step_thread(&mut m, &mut r);
+    m.cores[0].clock = m.cores[0].clock.max(end + 10_000);
+    let waited = m.cores[0].stats.migration_wait_cycles;
+    read(&mut m, 0, 0, BASE);
+    assert_eq!((m.vmx().ept_violation, m.cores[0].stats.migration_wait_cycles), (2, waited));
+    assert_eq!(m.error, None);
+    m.check_invariants().unwrap();
+}
+
+#[test]
+fn a_write_protected_move_lets_reads_through_and_traps_a_write() {
+    let (mut m, mut r, gpa) = vm_and_process(true);
+    let mut job = Job::new(0);
+    job.push(Op::MoveAs { page: pg(gpa), to: SLOW, how: MoveHow::WriteProtect });
+    on(&mut m, &mut r, 0).submit(ThreadId(0), job).unwrap();
+    let end = step_thread(&mut m, &mut r);
+    // Protect, flush (core 0 kicked); copy; remap, flush (nothing left to kick).
+    assert_eq!((m.vmx().tlb_flush, m.vm_moves().write_protect), (1, 1));
+    // A read during the copy: no exit, no wait.
+    read(&mut m, 0, 0, BASE);
+    assert_eq!((m.vmx().exits(), m.cores[0].stats.migration_wait_cycles), (1, 0));
+    // A write: a write-protection exit (6 400 cycles), then it waits for the move.
+    let at = m.cores[0].clock;
+    assert!(at < end);
+    write(&mut m, 0, 0, BASE + 8);
+    assert_eq!(m.vmx().write_protect, 1);
+    assert_eq!(m.cores[0].stats.migration_wait_cycles, end - (at + 1 + 6400));
+    write(&mut m, 0, 0, BASE + 16);
+    assert_eq!(m.vmx().write_protect, 1, "protection ends with the move");
+    read(&mut m, 0, 0, BASE + 8);
+    assert_eq!(m.error, None);
+}
+
+/// A PML batch moving the pages at `BASE` and `BASE + 4 KiB` to the slow tier, with
+/// a write to the first between its copy and the finish. Returns the machine after
+/// reading both pages back.
+fn pml_batch_with_a_write_during_the_copy(skip_recopy: bool) -> Machine {
+    let (mut m, mut r, gpa) = vm_and_process(true);
+    m.break_pml_recopy = skip_recopy;
+    write(&mut m, 0, 0, BASE + 4096);
+    let gpb = m.space.managed_addr(0, BASE + 4096).unwrap();
+    let batch = on(&mut m, &mut r, 0).plan_pml_batch(vec![(pg(gpa), SLOW), (pg(gpb), SLOW)]);
+    let mut job = Job::new(0);
+    job.push(Op::MoveBatch { batch });
+    on(&mut m, &mut r, 0).submit(ThreadId(0), job).unwrap();
+    step_thread(&mut m, &mut r); // prepare: dirty bits cleared, one flush (core 0 kicked)
+    assert_eq!(m.vmx().tlb_flush, 1);
+    step_thread(&mut m, &mut r); // copy of the first page; it stays mapped
+    assert_eq!(on(&mut m, &mut r, 0).page(pg(gpa)).unwrap().tier, FAST);
+    write(&mut m, 0, 0, BASE + 24); // the VM writes it: EPT dirty bit set again
+    step_thread(&mut m, &mut r); // copy of the second
+    step_thread(&mut m, &mut r); // finish: unmap, flush, recopy the first, remap
+    let v = m.vm_moves().clone();
+    assert_eq!((v.pml, v.pml_batches, v.pml_recopied), (2, 1, 1));
+    assert_eq!(m.vmx().tlb_flush, 2, "one flush to clear the dirty bits, one to unmap");
+    assert_eq!(m.vmx().ept_violation, 0, "the hypervisor fills the new entries itself");
+    assert!(r.threads.next_busy().is_none(), "the job is done");
+    read(&mut m, 0, 0, BASE + 24);
+    read(&mut m, 0, 0, BASE + 4096);
+    m
+}
+
+#[test]
+fn a_pml_move_copies_again_a_page_written_during_its_copy() {
+    let m = pml_batch_with_a_write_during_the_copy(false);
+    assert_eq!(m.error, None);
+    m.check_invariants().unwrap();
+    assert_eq!(m.space().tenants()[0].frames_per_tier()[1], 2, "both pages moved");
+}
+
+#[test]
+fn verify_catches_a_pml_move_that_skips_the_recopy() {
+    let m = pml_batch_with_a_write_during_the_copy(true);
+    assert!(m.error.as_deref().is_some_and(|e| e.contains("stale read")), "{:?}", m.error);
+}
+
+#[test]
+fn the_host_reads_and_clears_guest_page_table_bits_and_pml_logs_walked_table_pages() {
+    let (mut m, mut r, _) = vm_and_process(false);
+    write(&mut m, 0, 0, BASE + 4096);
+    read(&mut m, 0, 0, BASE + 8192);
+    let nodes = on(&mut m, &mut r, 0).collect_gpt(0).unwrap();
+    assert_eq!(nodes.len(), 1, "three pages under one last-level table");
+    assert_eq!(on(&mut m, &mut r, 0).collect_gpt(1), Err(MechError::NotVm { tenant: 1 }));
+    assert_eq!(m.vmx().hypercall, 1);
+    // The scan sees each leaf's bits (two written, one read) and clears them.
+    let mut seen = Vec::new();
+    let (scanned, c0) = (m.stats.ptes_scanned, m.cores[0].clock);
+    let n = on(&mut m, &mut r, 0).scan_gpt(0, &nodes, |e| {
+        seen.push((e.accessed, e.dirty));
+        true
+    });
+    assert_eq!((n, seen, m.stats.ptes_scanned - scanned), (3, vec![(true, true), (true, true), (true, false)], 3));
+    // 64 line reads of the table page (beyond L1) and 3 × 20 cycles of per-entry work.
+    assert!(m.cores[0].clock - c0 >= 60);
+    on(&mut m, &mut r, 0).scan_gpt(0, &nodes, |e| {
+        assert!(!e.accessed && !e.dirty, "cleared");
+        false
+    });
+    // Clear the table page's EPT dirty bit, flush, PML on: the next walk through the
+    // table page logs it (with the pages of the other levels it passes).
+    let gpt = nodes[0].gpfn << 12;
+    assert!(!on(&mut m, &mut r, 0).clear_ept_dirty(0, gpt).unwrap(), "with PML off, walks only mark the table page accessed");
+    on(&mut m, &mut r, 0).flush_vm(0).unwrap();
+    on(&mut m, &mut r, 0).set_pml(0, true);
+    let _ = on(&mut m, &mut r, 0).take_pml_log(0);
+    read(&mut m, 0, 0, BASE + 4096);
+    assert!(on(&mut m, &mut r, 0).take_pml_log(0).contains(&nodes[0].gpfn));
+    // The read set the guest Accessed bit of its page only.
+    let mut bits = Vec::new();
+    on(&mut m, &mut r, 0).scan_gpt(0, &nodes, |e| {
+        bits.push((e.accessed, e.dirty));
+        false
+    });
+    assert_eq!(bits, vec![(false, false), (true, false), (false, false)]);
+    // A later write through the clean TLB entry sets the guest Dirty bit too.
+    write(&mut m, 0, 0, BASE + 4096 + 8);
+    let mut bits = Vec::new();
+    on(&mut m, &mut r, 0).scan_gpt(0, &nodes, |e| {
+        bits.push((e.accessed, e.dirty));
+        false
+    });
+    assert_eq!(bits[1], (true, true));
+}

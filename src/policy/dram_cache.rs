@@ -312,6 +312,8 @@ pub(crate) fn table_iv_info(fast_frames: u64, slow_frames: u64, slow_base: u64) 
         footprint_bytes: 0,
         total_refs: 0,
         tenants: 1,
+        vm_tenants: 0,
+        thp: false,
     }
 }
 
