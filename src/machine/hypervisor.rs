@@ -21,7 +21,8 @@
 //!   is filled only by the next access, one more EPT-violation exit (HMM-V §4.3).
 //! - `write-protect` (HeMem's): write-protect the page, flush, copy, remap, flush.
 //!   Reads go on during the copy; a write exits (`WriteProtect`) and waits until the
-//!   page has moved.
+//!   page has moved. As with `linux`, the new EPT entry is filled by the next access's
+//!   EPT-violation exit (HMM-V §5.4.2: only PML migration fills it actively).
 //! - `pml` (HMM-V's, batched, [`Machine::batch_step`]): destinations taken up front
 //!   (with each page's `migrate_software_ns`); the EPT dirty bits cleared and one flush; each page copied while it
 //!   stays mapped (the VM keeps writing it); then every page unmapped, one flush, the
@@ -72,8 +73,9 @@ enum TrapKind {
     /// Unmapped while it moves: an access before `until` exits and waits; with
     /// `fill_exit`, the first access after it exits too (the entry is not filled).
     Unmapped { fill_exit: bool },
-    /// Write-protected until `until`: a write exits and waits, reads go on.
-    WriteProtected,
+    /// Write-protected until `until`: a write exits and waits, reads go on; with
+    /// `fill_exit`, the new entry is then filled by an EPT-violation exit.
+    WriteProtected { fill_exit: bool },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -315,7 +317,7 @@ impl<R: Redirect> Machine<R> {
             MoveHow::Linux => TrapKind::Unmapped { fill_exit: is_vm },
             MoveHow::WriteProtect => {
                 self.flush_page(x, at, m.huge);
-                TrapKind::WriteProtected
+                TrapKind::WriteProtected { fill_exit: is_vm }
             }
             MoveHow::Pml => unreachable!("pml moves are batched"),
         };
@@ -488,14 +490,18 @@ impl<R: Redirect> Machine<R> {
             return false;
         };
         let now = self.cores[core].clock;
-        let (exit, done, clean) = match t.kind {
-            TrapKind::Unmapped { fill_exit } => ((now < t.until || fill_exit).then_some(ExitCause::EptViolation), true, false),
-            TrapKind::WriteProtected if now >= t.until => (None, true, false),
-            TrapKind::WriteProtected if write => (Some(ExitCause::WriteProtect), true, false),
-            TrapKind::WriteProtected => (None, false, true),
+        let vm = self.is_vm(tenant);
+        // The exit the access takes now, whether the new entry still needs its own
+        // (an EPT violation after the wait), whether the record is done, whether the
+        // TLB is filled clean.
+        let (exit, then_fill, done, clean) = match t.kind {
+            TrapKind::Unmapped { fill_exit } => ((now < t.until || fill_exit).then_some(ExitCause::EptViolation), false, true, false),
+            TrapKind::WriteProtected { fill_exit } if now >= t.until => (fill_exit.then_some(ExitCause::EptViolation), false, true, false),
+            TrapKind::WriteProtected { fill_exit } if write => (Some(ExitCause::WriteProtect), fill_exit, true, false),
+            TrapKind::WriteProtected { .. } => (None, false, false, true),
         };
         if let Some(cause) = exit {
-            if self.is_vm(tenant) {
+            if vm {
                 let cycles = self.vmx.exit(core, cause);
                 self.charge_exit(core, cycles);
             } else if now < t.until {
@@ -514,6 +520,10 @@ impl<R: Redirect> Machine<R> {
             c.stats.migration_wait_cycles += wait;
             self.hyper.stats.waits += 1;
             self.hyper.stats.wait_cycles += wait;
+        }
+        if then_fill && vm {
+            let cycles = self.vmx.exit(core, ExitCause::EptViolation);
+            self.charge_exit(core, cycles);
         }
         if done {
             self.clear_trap(tenant, page);

@@ -595,6 +595,9 @@ fn a_write_protected_move_lets_reads_through_and_traps_a_write() {
     write(&mut m, 0, 0, BASE + 8);
     assert_eq!(m.vmx().write_protect, 1);
     assert_eq!(m.cores[0].stats.migration_wait_cycles, end - (at + 1 + 6400));
+    // After the wait, the new entry is filled by an EPT violation (only PML moves fill
+    // it themselves).
+    assert_eq!(m.vmx().ept_violation, 1);
     write(&mut m, 0, 0, BASE + 16);
     assert_eq!(m.vmx().write_protect, 1, "protection ends with the move");
     read(&mut m, 0, 0, BASE + 8);
