@@ -35,7 +35,7 @@
 //! tracking "only if its counter is 0" — we test before counting down, so a counter
 //! of n skips n switches).
 
-use super::{Epoch, PageSize, Policy, PolicyReport, Requirements};
+use super::{PageSize, Policy, PolicyReport, Requirements};
 use crate::machine::placement::Placement;
 use crate::machine::{MachineInfo, Observer, PageInfo, PageRef, RefOutcome, TierId};
 use crate::mechanism::{Executor, GptNode, Job, JobDone, Mechanisms, MoveHow, Op, ScanMode, Scope, ThreadId, ThreadKind};
@@ -825,9 +825,12 @@ impl<F: Flavor> Policy for HmmV<F> {
         }
         self.window.start(now);
         if self.vms.is_empty() {
+            let cores = mech.info().cores.max(1);
             for t in 0..mech.tenants() {
                 if mech.is_vm(t) {
-                    self.vms.push(Vm { tenant: t, state: State::Idle, counter: 0, nodes: Vec::new(), node_of: Vec::new(), node_seen: Vec::new(), huge_regions: Default::default(), initial_dram: 0, dram: 0, vcpu: 0, round: Round::default() });
+                    // Until it is seen on a core, a VM's vCPU is the core `--tenants` gives it.
+                    let vcpu = t as usize % cores;
+                    self.vms.push(Vm { tenant: t, state: State::Idle, counter: 0, nodes: Vec::new(), node_of: Vec::new(), node_seen: Vec::new(), huge_regions: Default::default(), initial_dram: 0, dram: 0, vcpu, round: Round::default() });
                 }
             }
             if self.vms.is_empty() {
@@ -854,8 +857,6 @@ impl<F: Flavor> Policy for HmmV<F> {
             let _ = mech.submit(SCANNER, job);
         }
     }
-
-    fn on_epoch(&mut self, _e: &Epoch, _mech: &mut Mechanisms) {}
 
     fn on_job_done(&mut self, done: &JobDone, mech: &mut Mechanisms) {
         if done.tag == WINDOW {
