@@ -69,11 +69,12 @@ for s in "${SECTIONS[@]}"; do
         done
         ;;
     fig4)
-        # §5.5: graph500 and sequential access (50 % writes, a hot window of 20 % that
-        # moves), DRAM 20 % of the RSS; HMM-V and each component swapped.
+        # §5.5: graph500 and sequential access (50 % writes, every access in a hot
+        # window of 20 % that moves four times, every ≈ 10 s, as often as the scaled
+        # clock switch fires), DRAM 20 % of the RSS; HMM-V and each component swapped.
         declare -A W
         W[graph-bfs]="--workload graph-bfs --footprint 1GiB --refs 60000000"
-        W[seqscan]="--workload seqscan --footprint 1GiB --set workload.write_fraction=0.5 --set workload.seqscan.window=0.2 --set workload.seqscan.phases=4 --set workload.seqscan.hot_refs=0.9 --refs 250000000"
+        W[seqscan]="--workload seqscan --footprint 1GiB --set workload.write_fraction=0.5 --set workload.seqscan.window=0.2 --set workload.seqscan.phases=4 --refs 2000000000"
         for w in graph-bfs seqscan; do
             base="run $VM ${W[$w]} --set machine.tiers.fast.capacity=20% $FAST --slowdown-vs all-fast --warmup 0.5"
             jobs+=("$base --policy hmm-v --json $OUT/fig4-$w-hmmv.json")
@@ -101,6 +102,7 @@ for s in "${SECTIONS[@]}"; do
         LATE="--set policy.hmm-v.first_switch_s=1.5"
         jobs+=("run $VM $TEN $FAST $LATE --policy hmm-v --slowdown-vs all-fast --warmup 0.5 --json $OUT/multivm-island.json")
         jobs+=("run $VM $TEN $FAST $LATE --policy hmm-v --set policy.hmm-v.mode=\"pool\" --slowdown-vs all-fast --warmup 0.5 --json $OUT/multivm-pool.json")
+        jobs+=("run $VM $TEN --policy all-fast --json $OUT/multivm-dram.json")
         ;;
     *) echo "unknown section $s (fig2a tables fig4 fig5 multivm)" >&2; exit 2 ;;
     esac

@@ -106,4 +106,11 @@ for mode in ["island", "pool"]:
         continue
     vms = r["policy_report"]["vms"]
     dram = ", ".join(f"VM{v['tenant']+1} {v['initial_dram_frames']*4/1024:.0f}→{v['dram_frames']*4/1024:.0f} MiB" for v in vms)
-    print(f"- {mode}: {perf(r):.1f} % / {perf(r, True):.1f} %; DRAM {dram}")
+    d = load("multivm-dram")
+    per = ""
+    if d:
+        # A core's time: instructions / IPC (the reports of older builds left the
+        # per-core `cycles` at 0).
+        t = lambda c: c["instructions"] / c["ipc"]
+        per = "; per VM " + ", ".join(f"VM{i+1} {100 * t(dc) / t(c):.1f} %" for i, (c, dc) in enumerate(zip(r["cores"], d["cores"])))
+    print(f"- {mode}: {perf(r):.1f} % / {perf(r, True):.1f} % (the slowest VM){per}; DRAM {dram}")

@@ -10,6 +10,7 @@ pub struct CoreStats {
     pub reads: u64,
     pub writes: u64,
     pub instructions: u64,
+    /// The core's clock at the end (filled in the report).
     pub cycles: u64,
     pub base_cycles: u64,
     pub translation_cycles: u64,
