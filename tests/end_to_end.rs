@@ -60,6 +60,9 @@ fn multi_core_mix_is_deterministic() {
     assert_eq!(a.cores.len(), 2);
     assert!(a.cores.iter().all(|c| c.stats.references == 50000));
     assert_eq!(without_wall_time(&a), without_wall_time(&b));
+    // Each core's cycles are its clock: the run ends with the slowest.
+    assert!(a.cores.iter().all(|c| c.stats.cycles > 0 && (c.ipc - c.stats.instructions as f64 / c.stats.cycles as f64).abs() < 1e-9));
+    assert_eq!(a.cores.iter().map(|c| c.stats.cycles).max(), Some(a.summary.cycles));
 }
 
 #[test]
