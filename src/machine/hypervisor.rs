@@ -40,7 +40,7 @@ use super::page_table::{DIRTY, HUGE, TRAP};
 use super::redirect::Redirect;
 use super::rmap::Owner;
 use super::vmx::ExitCause;
-use super::{Colour, Machine, MechError, PageRef, TierId};
+use super::{Colour, Direction, Machine, MechError, PageRef, TierId};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -57,13 +57,19 @@ pub enum MoveHow {
     Pml,
 }
 
-impl MoveHow {
-    pub fn name(self) -> &'static str {
-        match self {
-            MoveHow::Linux => "linux",
-            MoveHow::WriteProtect => "write-protect",
-            MoveHow::Pml => "pml",
-        }
+/// The rate limits every move is held to (the mechanism layer's `Limits`): a batched
+/// page is checked when it is prepared and counted once it has moved.
+pub trait MoveLimits {
+    fn check(&mut self, d: Direction, at: u64) -> Result<(), MechError>;
+    fn count(&mut self, d: Direction, at: u64, bytes: u64);
+}
+
+/// The direction of a move from tier `from` to tier `to`.
+fn direction(from: TierId, to: TierId) -> Direction {
+    if to < from {
+        Direction::Promote
+    } else {
+        Direction::Demote
     }
 }
 
@@ -177,11 +183,6 @@ impl Hyper {
                 self.batches.len() as u32 - 1
             }
         }
-    }
-
-    /// Batched moves not finished.
-    pub fn batches_under_way(&self) -> usize {
-        self.batches.iter().filter(|b| b.is_some()).count()
     }
 }
 
@@ -340,13 +341,13 @@ impl<R: Redirect> Machine<R> {
     /// Runs the next step of batched (PML) move `batch` on the executor's clock:
     /// prepare, one page's copy, or the finish. Returns `None` while steps remain,
     /// then the outcome (the first refusal of any page, the others moved).
-    pub(crate) fn batch_step(&mut self, x: &mut Exec, batch: u32) -> Option<Result<(), MechError>> {
+    pub(crate) fn batch_step(&mut self, x: &mut Exec, batch: u32, limits: &mut impl MoveLimits) -> Option<Result<(), MechError>> {
         let Some(mut b) = self.hyper.batches.get_mut(batch as usize).and_then(|b| b.take()) else {
             return Some(Err(MechError::NoSuchBatch { batch }));
         };
         let n = b.pages.len();
         if b.step == 0 {
-            self.batch_prepare(x, &mut b);
+            self.batch_prepare(x, &mut b, limits);
         } else if b.step <= n {
             let p = b.pages[b.step - 1];
             if let Some(to) = p.to {
@@ -354,7 +355,7 @@ impl<R: Redirect> Machine<R> {
                 self.batch_copy(x, p.from, to, p.frames, false);
             }
         } else {
-            self.batch_finish(x, &mut b);
+            self.batch_finish(x, &mut b, limits);
             return Some(b.first_error.map_or(Ok(()), Err));
         }
         b.step += 1;
@@ -380,7 +381,7 @@ impl<R: Redirect> Machine<R> {
         }
     }
 
-    fn batch_prepare(&mut self, x: &mut Exec, b: &mut Batch) {
+    fn batch_prepare(&mut self, x: &mut Exec, b: &mut Batch, limits: &mut impl MoveLimits) {
         // The per-page software work (allocation, locking, bookkeeping) is done here,
         // while the pages stay mapped, so that the pause at the finish is short.
         let software = self.cfg.cycles(self.cfg.costs.migrate_software_ns);
@@ -392,9 +393,11 @@ impl<R: Redirect> Machine<R> {
                 }
                 self.space.check_tier(p.to_tier)?;
                 let m = self.mapped(p.page)?;
-                if self.space.tier_of(m.pfn()) == p.to_tier {
+                let from = self.space.tier_of(m.pfn());
+                if from == p.to_tier {
                     return Err(MechError::AlreadyThere { page: p.page, tier: p.to_tier });
                 }
+                limits.check(direction(from, p.to_tier), x.at)?;
                 let frames = self.space.page_bytes(m.huge) >> 12;
                 self.space.fits(p.page.tenant, p.to_tier, frames)?;
                 let dst = self.space.alloc(p.to_tier, m.huge, Colour::ANY)?;
@@ -426,7 +429,7 @@ impl<R: Redirect> Machine<R> {
         }
     }
 
-    fn batch_finish(&mut self, x: &mut Exec, b: &mut Batch) {
+    fn batch_finish(&mut self, x: &mut Exec, b: &mut Batch, limits: &mut impl MoveLimits) {
         let mut live = Vec::new();
         let mut tenants: Vec<u16> = Vec::new();
         for p in &b.pages {
@@ -470,6 +473,7 @@ impl<R: Redirect> Machine<R> {
         }
         for &(p, to) in &live {
             let mv = Move { page: p.page, slot: Some(p.slot), from: p.from, to, frames: p.frames, flush: true, copy: true, to_is_copy: false, source: Source::Free, count: true };
+            limits.count(direction(self.space.tier_of(p.from), p.to_tier), x.at, p.frames << 12);
             self.settle(MoveKind::Migrate, &mv);
             self.hyper.traps.insert((p.page.tenant, p.page.addr), Trap { until: x.at, kind: TrapKind::Unmapped { fill_exit: false } });
             self.hyper.stats.pml += 1;

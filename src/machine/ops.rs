@@ -247,13 +247,12 @@ impl<R: Redirect> Machine<R> {
         let page = match sd {
             Shootdown::Page { page, .. } | Shootdown::Region { page } => page,
         };
-        let is_vm = self.space.tenants()[page.tenant as usize].guest.is_some();
-        let huge_frames = self.space.huge_frames();
-        let region = page.addr & !((huge_frames << 12) - 1);
-        if is_vm {
+        if self.space.tenants()[page.tenant as usize].guest.is_some() {
             self.vm_flush(x, page.tenant);
             return;
         }
+        let huge_frames = self.space.huge_frames();
+        let region = page.addr & !((huge_frames << 12) - 1);
         for c in &mut self.cores {
             match sd {
                 Shootdown::Page { page, huge } => {

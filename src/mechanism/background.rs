@@ -367,7 +367,7 @@ impl Threads {
                     }
                 }
             }
-            Some(Op::MoveBatch { batch }) => match m.batch_step(&mut x, batch) {
+            Some(Op::MoveBatch { batch }) => match m.batch_step(&mut x, batch, limits) {
                 Some(r) => {
                     job.results.push(r);
                     true

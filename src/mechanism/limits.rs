@@ -85,6 +85,15 @@ impl Limits {
     }
 }
 
+impl crate::machine::hypervisor::MoveLimits for Limits {
+    fn check(&mut self, d: Direction, at: u64) -> Result<(), MechError> {
+        Limits::check(self, d, at)
+    }
+    fn count(&mut self, d: Direction, at: u64, bytes: u64) {
+        Limits::count(self, d, at, bytes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -145,7 +145,7 @@ pub(crate) fn run_op<R: Redirect>(m: &mut Machine<R>, limits: &mut Limits, x: &m
             Ok(())
         }
         Op::MoveBatch { batch } => loop {
-            if let Some(r) = m.batch_step(x, batch) {
+            if let Some(r) = m.batch_step(x, batch, limits) {
                 break r;
             }
         },
@@ -291,10 +291,10 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
     }
 
     /// The last-level guest page-table pages of VM `tenant`, collected by a guest
-    /// module and handed over with a hypercall (HMM-V §4.1.1): charged one line read
-    /// and `scan_pte_cycles` per page (the upper-level entries that point to them)
-    /// and, on a core, a hypercall exit.
-    pub fn collect_gpt(&mut self, tenant: u16) -> Result<Vec<GptNode>, MechError> {
+    /// module on its vCPU `vcpu` and handed over with a hypercall (HMM-V §4.1.1):
+    /// charged one line read and `scan_pte_cycles` per page (the upper-level entries
+    /// that point to them) on this executor, and a hypercall exit on `vcpu`.
+    pub fn collect_gpt(&mut self, tenant: u16, vcpu: usize) -> Result<Vec<GptNode>, MechError> {
         let nodes = self.m.guest_leaf_nodes(tenant)?;
         let per = self.m.cfg().costs.scan_pte_cycles;
         self.run(|m, _, x| {
@@ -305,9 +305,7 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
                 m.cpu(x, per);
             }
         });
-        if let Executor::Core(c) = self.on {
-            self.m.vm_exit(c, crate::machine::vmx::ExitCause::Hypercall);
-        }
+        self.m.vm_exit(vcpu, crate::machine::vmx::ExitCause::Hypercall);
         Ok(nodes)
     }
 

@@ -652,9 +652,9 @@ fn the_host_reads_and_clears_guest_page_table_bits_and_pml_logs_walked_table_pag
     let (mut m, mut r, _) = vm_and_process(false);
     write(&mut m, 0, 0, BASE + 4096);
     read(&mut m, 0, 0, BASE + 8192);
-    let nodes = on(&mut m, &mut r, 0).collect_gpt(0).unwrap();
+    let nodes = on(&mut m, &mut r, 0).collect_gpt(0, 0).unwrap();
     assert_eq!(nodes.len(), 1, "three pages under one last-level table");
-    assert_eq!(on(&mut m, &mut r, 0).collect_gpt(1), Err(MechError::NotVm { tenant: 1 }));
+    assert_eq!(on(&mut m, &mut r, 0).collect_gpt(1, 1), Err(MechError::NotVm { tenant: 1 }));
     assert_eq!(m.vmx().hypercall, 1);
     // The scan sees each leaf's bits (two written, one read) and clears them.
     let mut seen = Vec::new();
@@ -694,4 +694,23 @@ fn the_host_reads_and_clears_guest_page_table_bits_and_pml_logs_walked_table_pag
         false
     });
     assert_eq!(bits[1], (true, true));
+}
+
+#[test]
+fn a_pml_batch_is_held_to_the_rate_limits() {
+    let (mut m, mut r, gpa) = vm_and_process(false);
+    write(&mut m, 0, 0, BASE + 4096);
+    let gpb = m.space.managed_addr(0, BASE + 4096).unwrap();
+    let mut mech = on(&mut m, &mut r, 0);
+    // 0.008 MB/s of demotion: the first page moves, the window is then used up.
+    mech.set_rate_limit(Direction::Demote, Some(0.008));
+    mech.move_as(pg(gpa), SLOW, MoveHow::Pml).unwrap();
+    mech.move_as(pg(gpb), SLOW, MoveHow::Pml).unwrap();
+    let refused = mech.move_as(pg(gpa), SLOW, MoveHow::Pml);
+    assert!(matches!(refused, Err(MechError::AlreadyThere { .. })), "{refused:?}");
+    write(&mut m, 0, 0, BASE + 8192);
+    let gpc = m.space.managed_addr(0, BASE + 8192).unwrap();
+    let refused = on(&mut m, &mut r, 0).move_as(pg(gpc), SLOW, MoveHow::Pml);
+    assert!(matches!(refused, Err(MechError::RateLimited { direction: Direction::Demote, .. })), "{refused:?}");
+    assert_eq!(m.space().tenants()[0].frames_per_tier()[1], 2);
 }

@@ -493,13 +493,14 @@ impl<F: Flavor> HmmV<F> {
     /// A clock switch: each idle VM with its counter at 0 starts a round.
     fn switch(&mut self, now: u64) {
         self.switches += 1;
+        let start_s = self.secs(now);
         for v in &mut self.vms {
             if v.state != State::Idle {
                 continue;
             }
             if switch_on(&mut v.counter) || !self.s.clock_switch {
                 v.state = State::Tracking { window: 0 };
-                v.round = Round { tenant: v.tenant, start_s: now as f64 / (self.freq_ghz * 1e9), ..Round::default() };
+                v.round = Round { tenant: v.tenant, start_s, ..Round::default() };
             }
         }
     }
@@ -548,9 +549,7 @@ impl<F: Flavor> HmmV<F> {
                 mech.scan(Scope::Tenant(t), ScanMode::Clear, |_| {});
             }
             Tracker::Gpt => {
-                let Ok(nodes) = mech.collect_gpt(t) else { return };
-                let vcpu = self.vms[i].vcpu;
-                mech.vm_exit(vcpu, crate::machine::vmx::ExitCause::Hypercall);
+                let Ok(nodes) = mech.collect_gpt(t, self.vms[i].vcpu) else { return };
                 let huge: Vec<bool> = nodes.iter().map(|n| mech.page(PageRef::new(t, n.gpfn << 12)).is_ok_and(|p| p.huge)).collect();
                 let shift = self.huge_frames.trailing_zeros();
                 let v = &mut self.vms[i];
