@@ -132,6 +132,14 @@ impl FrameAllocator {
         self.tier_of(pfn).is_some_and(|t| self.tiers[t.index()].is_free(pfn - self.base(t)))
     }
 
+    /// Takes every frame of tier `t` out of allocation for good (a tier the machine
+    /// keeps for itself, such as Memory Mode's DRAM cache).
+    pub fn take_all(&mut self, t: TierId) {
+        let tier = &mut self.tiers[t.index()];
+        tier.bits.iter_mut().for_each(|w| *w = 0);
+        tier.free = 0;
+    }
+
     /// Allocates one base frame of `colour` in tier `t`.
     pub fn alloc(&mut self, t: TierId, colour: Colour) -> Option<u64> {
         let tier = &mut self.tiers[t.index()];

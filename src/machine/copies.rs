@@ -456,7 +456,7 @@ impl Redirect for Copies {
     /// `copies` (the counters, with the frames held at the end) and `breakdown`:
     /// Rainbow's Fig. 9 and Fig. 15 from them, in cycles summed over cores, with
     /// each kind's share of execution cycles (all cores).
-    fn report(&self, cores: &[Core], tlb: &TlbConfig) -> Vec<(&'static str, serde_json::Value)> {
+    fn report(&self, cores: &[Core], tlb: &TlbConfig, _core_tenants: &[u16]) -> Vec<(&'static str, serde_json::Value)> {
         let c = &self.stats;
         let sum = |f: fn(&Core) -> u64| cores.iter().map(f).sum::<u64>();
         let tlb_hits = sum(|x| x.stats.tlb_l1_hits) * tlb.l1_latency_cycles + sum(|x| x.stats.tlb_l2_hits) * tlb.l2_latency_cycles;

@@ -26,6 +26,7 @@ pub mod events;
 pub mod hypervisor;
 mod ids;
 pub mod memory;
+pub mod memory_mode;
 pub mod ops;
 pub mod page_table;
 pub mod placement;
@@ -300,8 +301,9 @@ impl<R: Redirect> Machine<R> {
         cfg.page_table.thp = b.thp;
         let caps = capacities::<R>(&cfg, b)?;
         let huge_bytes = cfg.page_table.huge_page.bytes();
-        let fast_reserved = R::reserved_fast_huge_frames(&b.redirect, caps.bytes[0], huge_bytes) * huge_bytes;
-        if fast_reserved >= caps.bytes[0] {
+        let hide_fast = R::hides_fast_tier(&b.redirect);
+        let fast_reserved = if hide_fast { caps.bytes[0] } else { R::reserved_fast_huge_frames(&b.redirect, caps.bytes[0], huge_bytes) * huge_bytes };
+        if fast_reserved >= caps.bytes[0] && !hide_fast {
             anyhow::bail!(
                 "machine.tiers.fast.capacity: {} cannot hold the {} the machine's redirection structure reserves in it",
                 Size(caps.bytes[0]),
@@ -314,7 +316,13 @@ impl<R: Redirect> Machine<R> {
                 "machine.tiers: the footprint ({}) is larger than all tiers together ({}{}); raise a tier's capacity",
                 Size(b.footprint),
                 Size(total),
-                if caps.reserved > 0 || fast_reserved > 0 { format!(" after {} of metadata", Size((caps.reserved << 12) + fast_reserved)) } else { String::new() }
+                if hide_fast {
+                    format!(", the fast tier's {} being the machine's cache", Size(fast_reserved))
+                } else if caps.reserved > 0 || fast_reserved > 0 {
+                    format!(" after {} of metadata", Size((caps.reserved << 12) + fast_reserved))
+                } else {
+                    String::new()
+                }
             );
         }
         let huge_shift = cfg.huge_shift();
@@ -324,7 +332,7 @@ impl<R: Redirect> Machine<R> {
             tiers.push(tier);
         }
         let frames: Vec<u64> = caps.bytes.iter().map(|b| b >> 12).collect();
-        let mut space = Space::new(&frames, &b.tenants, cfg.page_table.levels, huge_shift, b.thp, b.placement)?;
+        let mut space = Space::new(&frames, &b.tenants, cfg.page_table.levels, huge_shift, b.thp, b.placement, hide_fast)?;
         space.set_reserve(TierId::FAST, b.fast_reserve);
         let reserved = if caps.reserved > 0 { space.reserve_metadata(TierId::SLOW, caps.reserved)? } else { Vec::new() };
         let layout = Layout {
@@ -332,7 +340,7 @@ impl<R: Redirect> Machine<R> {
             huge_shift,
             tenants: b.tenants.clone(),
         };
-        let fast = space.reserve_huge_metadata(TierId::FAST, fast_reserved / huge_bytes)?;
+        let fast = if hide_fast { Vec::new() } else { space.reserve_huge_metadata(TierId::FAST, fast_reserved / huge_bytes)? };
         let redirect = R::build(&b.redirect, &layout, reserved, fast)?;
         let info = MachineInfo::with_capacities(&cfg, b, &caps.bytes);
         let tiers = Tiers::new(tiers, space.bounds().to_vec());

@@ -86,6 +86,13 @@ pub trait Redirect: Sized {
         0
     }
 
+    /// Whether the whole fast tier is the structure's (a hardware cache of the slow
+    /// tier, Optane Memory Mode): then the OS sees only the slower tiers, and no page
+    /// or page table is ever given a fast frame.
+    fn hides_fast_tier(_spec: &Self::Spec) -> bool {
+        false
+    }
+
     /// Builds the structure; `reserved` are the frames of [`Redirect::reserved_frames`],
     /// `fast` the first frames of the huge frames of
     /// [`Redirect::reserved_fast_huge_frames`].
@@ -145,8 +152,9 @@ pub trait Redirect: Sized {
         Ok(())
     }
 
-    /// Sections the structure adds to the report, by key.
-    fn report(&self, _cores: &[Core], _tlb: &TlbConfig) -> Vec<(&'static str, serde_json::Value)> {
+    /// Sections the structure adds to the report, by key; `core_tenants` has the
+    /// tenant each core ran.
+    fn report(&self, _cores: &[Core], _tlb: &TlbConfig, _core_tenants: &[u16]) -> Vec<(&'static str, serde_json::Value)> {
         Vec::new()
     }
 }

@@ -462,7 +462,7 @@ impl Redirect for Remap {
         Ok(())
     }
 
-    fn report(&self, _cores: &[Core], _tlb: &TlbConfig) -> Vec<(&'static str, serde_json::Value)> {
+    fn report(&self, _cores: &[Core], _tlb: &TlbConfig, _core_tenants: &[u16]) -> Vec<(&'static str, serde_json::Value)> {
         let mut v = serde_json::to_value(&self.stats).unwrap_or_default();
         if let Some(o) = v.as_object_mut() {
             o.insert("entries".into(), self.spec.entries.into());

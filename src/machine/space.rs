@@ -188,11 +188,20 @@ pub struct Space {
 
 impl Space {
     /// Tiers of `frames` base frames each (fastest first), one tenant per entry of
-    /// `kinds` with page tables of `levels` levels.
-    pub(crate) fn new(frames: &[u64], kinds: &[TenantKind], levels: u32, huge_shift: u32, thp: bool, placement: Placement) -> anyhow::Result<Space> {
+    /// `kinds` with page tables of `levels` levels. With `hide_fast`, the fast tier
+    /// belongs to the machine (Memory Mode's cache): no page or page table gets a
+    /// frame of it.
+    pub(crate) fn new(frames: &[u64], kinds: &[TenantKind], levels: u32, huge_shift: u32, thp: bool, placement: Placement, hide_fast: bool) -> anyhow::Result<Space> {
         let huge_frames = 1u64 << (huge_shift - 12);
         let mut alloc = FrameAllocator::new(frames, huge_frames);
         let mut rmap = ReverseMap::new(alloc.frame_limit());
+        if hide_fast {
+            alloc.take_all(TierId::FAST);
+            let base = alloc.base(TierId::FAST);
+            for f in base..base + alloc.frames(TierId::FAST) {
+                rmap.set(f, Owner::Metadata);
+            }
+        }
         let mut regions = 0;
         let mut tenants = Vec::new();
         for &kind in kinds {

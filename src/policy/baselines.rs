@@ -2,6 +2,7 @@
 //! They differ only in where first touch puts a page.
 
 use super::{FastTier, PageSize, Policy, Requirements};
+use crate::machine::memory_mode::{MemoryMode, MemoryModeSpec};
 use crate::machine::placement::Placement;
 use crate::machine::{MachineInfo, Observer, TierId};
 use crate::params;
@@ -116,5 +117,26 @@ impl Policy for RoundRobin {
             anyhow::bail!("policy.round-robin: fast_pages + slow_pages must be positive");
         }
         Ok(RoundRobin)
+    }
+}
+
+/// Optane Memory Mode (HMM-V §3.1, §5.8–5.9): the whole fast tier is a hardware,
+/// direct-mapped, write-back cache of the slow tier ([`MemoryMode`]); the OS sees
+/// only the slow tier and no page ever moves. The report's `redirect.memory_mode`
+/// has the cache's miss ratio per tenant.
+pub struct HardwareCache;
+
+impl Observer for HardwareCache {}
+
+impl Policy<MemoryMode> for HardwareCache {
+    type Config = NoConfig;
+    fn requirements(_: &NoConfig) -> Requirements<MemoryModeSpec> {
+        Requirements { placement: Placement::SlowOnly, ..Requirements::default() }
+    }
+    fn new(_: NoConfig, info: &MachineInfo) -> anyhow::Result<Self> {
+        if !info.has(TierId::SLOW) {
+            anyhow::bail!("policy memory-mode: needs a slow tier for the fast one to cache");
+        }
+        Ok(HardwareCache)
     }
 }

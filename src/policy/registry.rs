@@ -2,7 +2,7 @@
 //! here, once per run. A policy whose machine needs a redirection structure names
 //! its type in brackets after the policy type.
 
-use super::baselines::{AllFast, AllSlow, FirstTouch, FlatStatic, RoundRobin};
+use super::baselines::{AllFast, AllSlow, FirstTouch, FlatStatic, HardwareCache, RoundRobin};
 use super::hmmv::{EptScanner, Full, HmmV};
 use super::hscc::Hscc;
 use super::kstaled::Kstaled;
@@ -12,6 +12,7 @@ use super::rainbow::Rainbow;
 use super::thermostat::Thermostat;
 use super::Policy;
 use crate::machine::copies::Copies;
+use crate::machine::memory_mode::MemoryMode;
 use crate::machine::remap::Remap;
 use crate::machine::{NoRedirect, Redirect};
 
@@ -48,6 +49,7 @@ policies! {
     "first-touch" => FirstTouch, "fast tier until full, then slow; no migration";
     "flat-static" => FlatStatic, "pages interleaved over tiers by capacity ratio; no migration (Rainbow §IV-A)";
     "round-robin" => RoundRobin, "N fast : M slow pages in turn until fast is full; no migration (SpAR §4)";
+    "memory-mode" => HardwareCache [MemoryMode], "Optane Memory Mode: the whole fast tier a direct-mapped, write-back hardware cache of the slow tier in 64 B lines (HMM-V §3.1)";
     "lru" => Lru, "Linux-style active/inactive lists from Accessed-bit scans: promote active slow pages, demote inactive fast ones under watermarks";
     "hscc-4k" => Hscc<false> [Copies], "DRAM caches hot 4 KiB NVM pages, counted per reference in the TLB, utility-based (HSCC, ICS'17, as Rainbow §IV-A)";
     "hscc-2m" => Hscc<true> [Copies], "HSCC with 2 MiB pages: whole superpages cached in DRAM (Rainbow's HSCC-2MB-mig)";

@@ -328,6 +328,15 @@ fn capacity_notes<R: Redirect>(cfg: &Config, m: &Machine<R>, tiers: &[TierReport
     notes
 }
 
+/// The tenant each of `cores` cores ran (0 for a core no slot used).
+fn core_tenants(slots: &[WorkloadSlot], cores: usize) -> Vec<u16> {
+    let mut t = vec![0; cores];
+    for s in slots.iter().filter(|s| s.core < cores) {
+        t[s.core] = s.tenant;
+    }
+    t
+}
+
 /// Bytes as MiB with two decimals, or KiB below 1 MiB.
 fn mib_text(bytes: u64) -> String {
     if bytes < 1 << 20 {
@@ -463,7 +472,7 @@ impl Report {
             vm_exits: m.space().tenants().iter().any(|t| t.guest.is_some()).then(|| m.vmx().clone()),
             vm_moves: m.space().tenants().iter().any(|t| t.guest.is_some()).then(|| m.vm_moves().clone()),
             threads,
-            redirect: m.redirect().report(cores, &m.cfg().tlb).into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            redirect: m.redirect().report(cores, &m.cfg().tlb, &core_tenants(slots, cores.len())).into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             policy_report,
             slowdown: None,
             epochs,
