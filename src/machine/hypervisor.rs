@@ -338,6 +338,23 @@ impl<R: Redirect> Machine<R> {
         Ok(())
     }
 
+    /// Exchanges the frames of two pages of one size in different tiers with both
+    /// unmapped while their data moves (Nimble's `exchange_pages`): the swap's work,
+    /// then an access to either page that missed its TLB before the exchange ended
+    /// waits for the end, as an access meeting a `linux` move does (in a VM, the first
+    /// access after it fills the new EPT entry with an EPT violation).
+    pub(crate) fn exchange_unmapped(&mut self, x: &mut Exec, a: PageRef, b: PageRef) -> Result<(), MechError> {
+        let (ma, mb) = (self.mapped(a)?, self.mapped(b)?);
+        self.swap(x, a, b)?;
+        for (page, m) in [(a, ma), (b, mb)] {
+            self.set_trap_bit(page.tenant, m.slot);
+            let kind = TrapKind::Unmapped { fill_exit: self.is_vm(page.tenant) };
+            self.hyper.traps.insert((page.tenant, m.addr), Trap { until: x.at, kind });
+        }
+        self.hyper.stats.linux += 2;
+        Ok(())
+    }
+
     /// Runs the next step of batched (PML) move `batch` on the executor's clock:
     /// prepare, one page's copy, or the finish. Returns `None` while steps remain,
     /// then the outcome (the first refusal of any page, the others moved).

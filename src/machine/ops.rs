@@ -555,6 +555,65 @@ impl<R: Redirect> Machine<R> {
         (next, cleared)
     }
 
+    /// Marks the mapped pages of `tenant` from managed address `from` on inaccessible
+    /// for NUMA hinting faults, as Linux's `change_prot_numa` does for one window of
+    /// `task_numa_work` (kernel/sched/fair.c, mm/mprotect.c, 5.4): each leaf met is
+    /// read through the caches at `scan_pte_cycles`; one not marked yet, and not in
+    /// tier `skip` (the single-threaded task's own node), is marked (a write to its
+    /// line) and its translation dropped. The window ends once `bytes` of pages were
+    /// marked or the leaves met span 8 × `bytes` of addresses; one TLB-flush round
+    /// then covers the window. Returns where the next window starts (`None`: the end
+    /// of the address space was reached), the pages marked and the leaves met.
+    pub(crate) fn mark_hinting(&mut self, x: &mut Exec, tenant: u16, from: u64, bytes: u64, skip: Option<TierId>) -> (Option<u64>, u64, u64) {
+        // Holes between mappings cost nothing (Linux walks the mapped areas): the span
+        // counts from the first page at or after `from`.
+        let mut first = None;
+        self.space.visit_slots(tenant, from, u64::MAX, &mut |p, _| {
+            first = Some(p.addr);
+            ControlFlow::Break(())
+        });
+        let Some(start) = first else { return (None, 0, 0) };
+        let (mut pages, mut to_mark) = (Vec::new(), 0u64);
+        let span_end = start.saturating_add(bytes.saturating_mul(8));
+        let next = self.space.visit_slots(tenant, start, span_end, &mut |p, slot| {
+            let mark = !p.poisoned && Some(p.tier) != skip;
+            to_mark += if mark { p.bytes } else { 0 };
+            pages.push((p, slot, mark));
+            if to_mark >= bytes {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        // Past the span's end, the next window starts where this one stopped.
+        let next = match next {
+            Some(a) => Some(a),
+            None if span_end < u64::MAX && self.space.visit_slots(tenant, span_end, u64::MAX, &mut |_, _| ControlFlow::Break(())).is_some() => Some(span_end),
+            None => None,
+        };
+        let per_pte = self.cfg.costs.scan_pte_cycles;
+        let is_vm = self.space.tenants()[tenant as usize].guest.is_some();
+        let mut marked = 0;
+        for &(p, slot, mark) in &pages {
+            self.pte_access(x, tenant, slot, false);
+            self.cpu(x, per_pte);
+            if mark {
+                *self.space.entry_mut(tenant, slot) |= POISONED;
+                self.pte_access(x, tenant, slot, true);
+                if !is_vm {
+                    for c in &mut self.cores {
+                        c.tlb.invalidate(tenant, p.addr, p.huge);
+                    }
+                }
+                marked += 1;
+            }
+        }
+        self.stats.ptes_scanned += pages.len() as u64;
+        self.stats.poisons += marked;
+        self.scan_done(x, tenant, marked);
+        (next, marked, pages.len() as u64)
+    }
+
     /// Ends a scan of `tenant` that cleared `cleared` entries: one batched TLB-flush
     /// round (a VM's translations are all flushed, as the host cannot name them).
     pub(crate) fn scan_done(&mut self, x: &mut Exec, tenant: u16, cleared: u64) {

@@ -86,6 +86,8 @@ pub enum Op {
     /// Moves a page the `linux` or `write-protect` way (a `pml` move is a
     /// [`Op::MoveBatch`]); see `machine::hypervisor`.
     MoveAs { page: PageRef, to: TierId, how: MoveHow },
+    /// Exchanges two pages with both unmapped during the exchange (`Mechanisms::exchange`).
+    Exchange { a: PageRef, b: PageRef },
     /// Runs a batched (PML) move planned with `Mechanisms::plan_pml_batch`, in steps:
     /// prepare, each page's copy, finish; the VM runs between them.
     MoveBatch { batch: u32 },

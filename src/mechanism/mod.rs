@@ -85,6 +85,18 @@ pub struct ScanSummary {
     pub cleared: u64,
 }
 
+/// What one window of NUMA hinting marks did ([`Mechanisms::mark_hinting`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HintWindow {
+    /// Where the next window starts; `None` when this one reached the end of the
+    /// address space (the next pass starts again from its beginning).
+    pub next: Option<u64>,
+    /// Pages marked.
+    pub marked: u64,
+    /// Leaf entries visited.
+    pub leaves: u64,
+}
+
 /// The direction of a move from tier `from` to tier `to`.
 fn direction(from: TierId, to: TierId) -> Direction {
     if to < from {
@@ -112,12 +124,16 @@ pub(crate) fn run_op<R: Redirect>(m: &mut Machine<R>, limits: &mut Limits, x: &m
             limits.count(d, x.at, bytes);
             Ok(())
         }
-        Op::Swap { a, b } => {
+        Op::Swap { a, b } | Op::Exchange { a, b } => {
             let tb = m.space().page_info(b)?.tier;
             let ta = m.space().page_info(a)?.tier;
             let (da, bytes) = limit_move(m, limits, x.at, a, tb)?;
             let (db, _) = limit_move(m, limits, x.at, b, ta)?;
-            m.swap(x, a, b)?;
+            if matches!(op, Op::Exchange { .. }) {
+                m.exchange_unmapped(x, a, b)?;
+            } else {
+                m.swap(x, a, b)?;
+            }
             limits.count(da, x.at, bytes);
             limits.count(db, x.at, bytes);
             Ok(())
@@ -431,6 +447,14 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
         self.run(|m, limits, x| run_op(m, limits, x, Op::Swap { a, b }))
     }
 
+    /// Exchanges two pages as [`Mechanisms::swap`] does, with both unmapped while
+    /// their data moves (Nimble's `exchange_pages`): an access to either before the
+    /// exchange ends waits for it (a fault in a process; an EPT-violation exit in a
+    /// VM, whose first access afterwards fills the entry with another).
+    pub fn exchange(&mut self, a: PageRef, b: PageRef) -> Result<(), MechError> {
+        self.run(|m, limits, x| run_op(m, limits, x, Op::Exchange { a, b }))
+    }
+
     /// Splits the huge page holding `page` into base pages mapping the same frames:
     /// a new page-table node is written (its lines go through the caches) and the huge
     /// translation is shot down.
@@ -455,6 +479,25 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
     /// Clears the poison bit of `page`'s PTE.
     pub fn unpoison(&mut self, page: PageRef) -> Result<(), MechError> {
         self.run(|m, limits, x| run_op(m, limits, x, Op::Unpoison { page }))
+    }
+
+    /// Marks one window of `tenant`'s pages from managed address `from` inaccessible
+    /// for NUMA hinting faults, now, on this executor's clock (Linux's
+    /// `task_numa_work`, which the task runs itself): pages not marked yet and not in
+    /// tier `skip` are marked until `bytes` of them are, or the leaves met span
+    /// 8 × `bytes`; one TLB-flush round ends the window. A marked page's next TLB miss
+    /// takes a fault of `machine.costs.poison_fault_ns` ([`FaultKind::Poison`]); the
+    /// fault handler clears the mark with [`Mechanisms::unpoison`].
+    ///
+    /// [`FaultKind::Poison`]: crate::machine::FaultKind::Poison
+    pub fn mark_hinting(&mut self, tenant: u16, from: u64, bytes: u64, skip: Option<TierId>) -> Result<HintWindow, MechError> {
+        if tenant >= self.tenants() {
+            return Err(MechError::NoSuchTenant { tenant });
+        }
+        Ok(self.run(|m, _, x| {
+            let (next, marked, leaves) = m.mark_hinting(x, tenant, from, bytes, skip);
+            HintWindow { next, marked, leaves }
+        }))
     }
 
     /// Scans the leaf PTEs in `scope` now, on this executor's clock: calls `f` with

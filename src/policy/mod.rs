@@ -17,6 +17,8 @@ pub mod hmmv;
 pub mod hscc;
 pub mod kstaled;
 pub mod lru;
+pub mod nimble;
+pub mod numa;
 pub mod otf;
 pub mod params;
 pub mod rainbow;
