@@ -102,6 +102,9 @@ pub struct MachineInfo {
     pub vm_tenants: usize,
     /// Whether first touch maps huge pages (transparent huge pages).
     pub thp: bool,
+    /// Levels of the cache hierarchy: a reference whose `RefOutcome::level` is this
+    /// many missed every cache and was served by memory.
+    pub cache_levels: usize,
 }
 
 impl MachineInfo {
@@ -245,6 +248,7 @@ impl MachineInfo {
             tenants: b.tenants.len(),
             vm_tenants: b.tenants.iter().filter(|&&k| k == TenantKind::Vm).count(),
             thp: b.thp,
+            cache_levels: cfg.caches.len(),
         }
     }
 }

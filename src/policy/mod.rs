@@ -13,6 +13,7 @@
 
 pub mod baselines;
 pub mod dram_cache;
+pub mod hemem;
 pub mod hmmv;
 pub mod hscc;
 pub mod kstaled;

@@ -3,6 +3,7 @@
 //! its type in brackets after the policy type.
 
 use super::baselines::{AllFast, AllSlow, FirstTouch, FlatStatic, HardwareCache, RoundRobin};
+use super::hemem::HeMem;
 use super::hmmv::{EptScanner, Full, HmmV};
 use super::hscc::Hscc;
 use super::kstaled::Kstaled;
@@ -54,6 +55,7 @@ policies! {
     "memory-mode" => HardwareCache [MemoryMode], "Optane Memory Mode: the whole fast tier a direct-mapped, write-back hardware cache of the slow tier in 64 B lines (HMM-V §3.1)";
     "numa-balancing" => NumaBalancing, "Linux 5.4 automatic NUMA balancing (HMM-V's NUMA_B): hinting faults on 256 MB windows, slow pages promoted if the fast node has room, no demotion";
     "nimble" => Nimble, "Nimble (ASPLOS'19): Linux's active/inactive lists from Accessed-bit scans, active slow pages promoted, hot and cold huge pages exchanged, copies on 4 threads";
+    "hemem" => HeMem, "HeMem (SOSP'21): PEBS samples of LLC-missing loads and of stores, fixed hot thresholds with cooling, hot slow pages swapped with cold fast ones, copies write-protected";
     "lru" => Lru, "Linux-style active/inactive lists from Accessed-bit scans: promote active slow pages, demote inactive fast ones under watermarks";
     "hscc-4k" => Hscc<false> [Copies], "DRAM caches hot 4 KiB NVM pages, counted per reference in the TLB, utility-based (HSCC, ICS'17, as Rainbow §IV-A)";
     "hscc-2m" => Hscc<true> [Copies], "HSCC with 2 MiB pages: whole superpages cached in DRAM (Rainbow's HSCC-2MB-mig)";
