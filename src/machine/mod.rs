@@ -102,6 +102,9 @@ pub struct MachineInfo {
     pub vm_tenants: usize,
     /// Whether first touch maps huge pages (transparent huge pages).
     pub thp: bool,
+    /// Whether the fast tier is the machine's cache of the slow one (Optane Memory
+    /// Mode): no page or page table ever lives there.
+    pub fast_hidden: bool,
     /// Levels of the cache hierarchy: a reference whose `RefOutcome::level` is this
     /// many missed every cache and was served by memory.
     pub cache_levels: usize,
@@ -192,6 +195,10 @@ fn capacities<R: Redirect>(cfg: &MachineConfig, b: &Build<R::Spec>) -> anyhow::R
             // 4 KiB pages, rounded up generously).
             c = c.max((b.footprint + b.footprint / 128 + (64 << 20)).div_ceil(huge_bytes) * huge_bytes);
         }
+        if id == TierId::SLOW && R::hides_fast_tier(&b.redirect) && t.capacity.is_share() {
+            // The slow tier is all the OS has: room for every page and its page tables.
+            c = c.max((b.footprint + b.footprint / 128 + (64 << 20)).div_ceil(huge_bytes) * huge_bytes);
+        }
         if id == TierId::SLOW {
             reserved = R::reserved_frames(&b.redirect, c >> 12, huge_bytes >> 12);
             if reserved > 0 && t.capacity.is_share() {
@@ -215,10 +222,10 @@ impl MachineInfo {
     pub fn plan<R: Redirect>(cfg: &MachineConfig, b: &Build<R::Spec>) -> anyhow::Result<MachineInfo> {
         cfg.validate()?;
         let caps = capacities::<R>(cfg, b)?;
-        Ok(MachineInfo::with_capacities(cfg, b, &caps.bytes))
+        Ok(MachineInfo::with_capacities(cfg, b, &caps.bytes, R::hides_fast_tier(&b.redirect)))
     }
 
-    fn with_capacities<S>(cfg: &MachineConfig, b: &Build<S>, bytes: &[u64]) -> MachineInfo {
+    fn with_capacities<S>(cfg: &MachineConfig, b: &Build<S>, bytes: &[u64], fast_hidden: bool) -> MachineInfo {
         let frames: Vec<u64> = bytes.iter().map(|c| c >> 12).collect();
         let bases = alloc::tier_bases(&frames);
         let tiers = cfg
@@ -249,6 +256,7 @@ impl MachineInfo {
             vm_tenants: b.tenants.iter().filter(|&&k| k == TenantKind::Vm).count(),
             thp: b.thp,
             cache_levels: cfg.caches.len(),
+            fast_hidden,
         }
     }
 }
@@ -346,7 +354,7 @@ impl<R: Redirect> Machine<R> {
         };
         let fast = if hide_fast { Vec::new() } else { space.reserve_huge_metadata(TierId::FAST, fast_reserved / huge_bytes)? };
         let redirect = R::build(&b.redirect, &layout, reserved, fast)?;
-        let info = MachineInfo::with_capacities(&cfg, b, &caps.bytes);
+        let info = MachineInfo::with_capacities(&cfg, b, &caps.bytes, hide_fast);
         let tiers = Tiers::new(tiers, space.bounds().to_vec());
         let frame_limit = space.reverse_map().frames();
         Ok(Machine {

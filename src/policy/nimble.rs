@@ -247,3 +247,75 @@ impl Policy for Nimble {
         out.insert("pacing".into(), json!(self.pacer.report("the management period")));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::dram_cache::table_iv_info;
+
+    /// Base page `n` of tenant 0 in `tier`, as a scan sees it.
+    fn page(n: u64, tier: TierId, accessed: bool) -> ScanEvent {
+        let addr = n << 12;
+        ScanEvent { job: 0, page: PageInfo { tenant: 0, addr, page: n, bytes: 4096, huge: false, pfn: n, tier, accessed, dirty: false, poisoned: false } }
+    }
+
+    fn nimble() -> Nimble {
+        Nimble::new(NimbleConfig::default(), &table_iv_info(100, 100, 1 << 18)).unwrap()
+    }
+
+    fn migrations(unit: &[Planned]) -> Vec<(u64, TierId)> {
+        unit.iter()
+            .map(|m| match *m {
+                Planned::Migrate(n, to) => (n, to),
+                Planned::Exchange { .. } => panic!("base pages are migrated"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn new_pages_start_active_and_half_of_each_active_list_is_deactivated_per_step() {
+        let mut n = nimble();
+        // Fast pages 0–3 and slow pages 10–13, seen in that order (each pushed at its
+        // list's head, so 0 and 10 are the tails).
+        for p in 0..4 {
+            n.on_scan(&page(p, TierId::FAST, false));
+        }
+        for p in 10..14 {
+            n.on_scan(&page(p, TierId::SLOW, false));
+        }
+        // No free fast frame: the two slow pages still active after aging (13, 12,
+        // most recent first) need the two fast pages aged first (0, then 1).
+        let plan = n.plan(0, 0, 100);
+        let units: Vec<_> = plan.iter().map(|u| migrations(u)).collect();
+        assert_eq!(units, [vec![(0, TierId::SLOW), (13, TierId::FAST)], vec![(1, TierId::SLOW), (12, TierId::FAST)]]);
+        let [fast, slow] = &n.lists[0];
+        assert_eq!((fast.len(Which::Active), fast.len(Which::Inactive)), (2, 2));
+        assert_eq!((slow.len(Which::Active), slow.len(Which::Inactive)), (2, 2));
+    }
+
+    #[test]
+    fn with_room_nothing_is_demoted_and_promotions_stop_at_the_fast_tier_size() {
+        let mut n = nimble();
+        for p in 10..20 {
+            n.on_scan(&page(p, TierId::SLOW, false));
+        }
+        // Five stay active; a fast tier of three frames takes the three most recent.
+        let plan = n.plan(0, 100, 3);
+        let moved: Vec<_> = plan.iter().flat_map(|u| migrations(u)).collect();
+        assert_eq!(moved, [(19, TierId::FAST), (18, TierId::FAST), (17, TierId::FAST)]);
+    }
+
+    #[test]
+    fn an_inactive_page_accessed_in_two_scans_in_a_row_becomes_active_again() {
+        let mut n = nimble();
+        n.on_scan(&page(10, TierId::SLOW, false));
+        n.on_scan(&page(11, TierId::SLOW, false));
+        n.plan(0, 0, 100);
+        // 10 was the tail: now inactive; 11 still active.
+        assert_eq!(n.lists[0][1].place(10), Place::On(Which::Inactive));
+        n.on_scan(&page(10, TierId::SLOW, true));
+        assert_eq!(n.lists[0][1].place(10), Place::On(Which::Inactive), "one reference only marks it");
+        n.on_scan(&page(10, TierId::SLOW, true));
+        assert_eq!(n.lists[0][1].place(10), Place::On(Which::Active));
+    }
+}

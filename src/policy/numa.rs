@@ -34,6 +34,7 @@
 //! from Linux 5.4 (`kernel.numa_balancing_scan_*` sysctls and their defaults).
 
 use super::{FastReserve, Policy, PolicyReport, Requirements};
+use crate::machine::placement::Placement;
 use crate::machine::{FaultEvent, FaultKind, MachineInfo, Observer, PageRef, RefOutcome, TierId};
 use crate::mechanism::Mechanisms;
 use crate::monitor::Watermarks;
@@ -61,6 +62,9 @@ params! {
         /// vm.watermark_scale_factor: the fast node's watermarks (allocation falls back
         /// below the low one; a promotion needs the high one free after it).
         pub watermark_scale_factor: u64 = 10,
+        /// Place new pages on the slow node (as `numactl --preferred` to it would), so
+        /// that promotions have room; the paper's NUMA_B prefers the fast node.
+        pub first_touch_slow: bool = false,
     }
 }
 
@@ -88,7 +92,7 @@ pub fn next_scan_period(period: u64, f: &PassFaults, min: u64, max: u64) -> u64 
         return (period * 2).min(max).max(min);
     }
     let slot = period.div_ceil(PERIOD_SLOTS) as i64;
-    let ratio = |a: u64, b: u64| if a + b == 0 { 0 } else { a * PERIOD_SLOTS / (a + b) };
+    let ratio = |a: u64, b: u64| (a * PERIOD_SLOTS).checked_div(a + b).unwrap_or(0);
     let (lr, ps) = (ratio(f.local, f.remote), ratio(f.private, f.shared));
     let th = PERIOD_THRESHOLD;
     let diff = if ps >= th {
@@ -99,6 +103,12 @@ pub fn next_scan_period(period: u64, f: &PassFaults, min: u64, max: u64) -> u64 
         -((th - lr.max(ps)) as i64) * slot
     };
     (period as i64 + diff).clamp(min as i64, max as i64) as u64
+}
+
+/// `migrate_balanced_pgdat` of Linux 5.4: a page of `frames` frames may move to the
+/// fast node only if `free` frames there leave its high watermark free after it.
+pub fn promotes(free: u64, high_watermark: u64, frames: u64) -> bool {
+    free >= high_watermark + frames
 }
 
 /// One task's scanner: `mm->numa_scan_offset`, `numa_next_scan`, `numa_scan_period`.
@@ -170,8 +180,7 @@ impl NumaBalancing {
             Some(q) => q.saturating_sub(mech.tenant_frames(h.tenant, TierId::FAST)).min(mech.free_frames(TierId::FAST)),
             None => mech.free_frames(TierId::FAST),
         };
-        let balanced = free >= self.marks.high + info.base_pages();
-        if balanced && mech.migrate(page, TierId::FAST).is_ok() {
+        if promotes(free, self.marks.high, info.base_pages()) && mech.migrate(page, TierId::FAST).is_ok() {
             s.pass.local += 1;
             self.totals.local += 1;
             self.totals.promoted += 1;
@@ -214,7 +223,8 @@ impl Policy for NumaBalancing {
     type Config = NumaBalancingConfig;
 
     fn requirements(cfg: &NumaBalancingConfig) -> Requirements<()> {
-        Requirements { fast_reserve: FastReserve::LinuxLow { scale_factor: cfg.watermark_scale_factor }, ..Requirements::default() }
+        let placement = if cfg.first_touch_slow { Placement::SlowOnly } else { Placement::FastFirst };
+        Requirements { placement, fast_reserve: FastReserve::LinuxLow { scale_factor: cfg.watermark_scale_factor }, ..Requirements::default() }
     }
 
     fn new(cfg: NumaBalancingConfig, m: &MachineInfo) -> anyhow::Result<Self> {
@@ -269,6 +279,15 @@ mod tests {
     /// Bounds of 100 and 10 000 cycles, a period of 1 000 (slots of 100).
     fn next(f: PassFaults) -> u64 {
         next_scan_period(1000, &f, 100, 10_000)
+    }
+
+    #[test]
+    fn a_promotion_needs_the_high_watermark_free_after_it() {
+        // High watermark 100 frames: a base page needs 101 free, a 2 MiB page 612.
+        assert!(promotes(101, 100, 1));
+        assert!(!promotes(100, 100, 1));
+        assert!(!promotes(611, 100, 512));
+        assert!(promotes(612, 100, 512));
     }
 
     #[test]

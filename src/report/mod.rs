@@ -309,6 +309,8 @@ fn capacity_notes<R: Redirect>(cfg: &Config, m: &Machine<R>, tiers: &[TierReport
         };
         let note = if got.capacity_bytes > rounded && id == TierId::FAST {
             Some(format!("{field}.capacity: {what}; grown to {} to hold the whole footprint (policy all-fast)", mib_text(got.capacity_bytes)))
+        } else if got.capacity_bytes > rounded && m.info().fast_hidden {
+            Some(format!("{field}.capacity: {what}; grown to {} to hold every page and its page tables (the fast tier is Memory Mode's cache)", mib_text(got.capacity_bytes)))
         } else if got.capacity_bytes > rounded {
             Some(format!("{field}.capacity: {what}; grown to {} for the machine's metadata (Rainbow's migration bitmap)", mib_text(got.capacity_bytes)))
         } else if got.capacity_bytes != asked {
