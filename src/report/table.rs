@@ -142,6 +142,18 @@ pub fn run_summary(r: &Report) -> String {
             );
         }
     }
+    if let Some(mm) = r.redirect.get("memory_mode") {
+        let pct = |v: &serde_json::Value| 100.0 * v.as_f64().unwrap_or(0.0);
+        let per: Vec<String> = mm["tenants"].as_array().into_iter().flatten().map(|t| format!("tenant {} {:.1} %", t["tenant"], pct(&t["read_miss_ratio"]))).collect();
+        let _ = writeln!(
+            w,
+            "DRAM cache        load miss ratio {:.1} % ({}), all accesses {:.1} %; {} dirty lines written back",
+            pct(&mm["read_miss_ratio"]),
+            per.join(", "),
+            pct(&mm["miss_ratio"]),
+            mm["total"]["dirty_evictions"]
+        );
+    }
     let figures: Vec<String> = r
         .policy_report
         .iter()

@@ -59,7 +59,7 @@ pub use spmv_cg::CgConfig;
 pub use stream::{StreamConfig, StreamKernel};
 
 use crate::rng::Rng;
-use crate::trace::{Access, Source};
+use crate::trace::{Access, Source, WRITE};
 use crate::units::Size;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
@@ -109,6 +109,11 @@ pub struct WorkloadConfig {
     pub access_bytes: u32,
     /// First virtual address of the data; must be 4 KiB aligned.
     pub base_vaddr: u64,
+    /// Write every 4 KiB page of the footprint once, in address order, before the
+    /// references, as a benchmark that allocates and fills its data first (HMM-V
+    /// §5.6's microbenchmark fills its RSS, so first touch lays it out in address
+    /// order). These writes come on top of `refs`; each core of a tenant makes them.
+    pub init: bool,
     /// Parameters of the zipf generator.
     pub zipf: ZipfConfig,
     /// Parameters of the hotspot generator.
@@ -140,6 +145,7 @@ impl Default for WorkloadConfig {
             instrs: 4,
             access_bytes: 8,
             base_vaddr: 0x7f00_0000_0000,
+            init: false,
             zipf: ZipfConfig::default(),
             hotspot: HotspotConfig::default(),
             seqscan: SeqscanConfig::default(),
@@ -338,7 +344,36 @@ pub fn build(cfg: &WorkloadConfig, core: u16, tenant: u16) -> Result<Box<dyn Sou
         // `validate` has already rejected every other name.
         other => bail!("workload: unknown workload `{other}`"),
     };
+    if cfg.init {
+        let pages = cfg.footprint.bytes() / PAGE_BYTES;
+        let template = Access { vaddr: cfg.base_vaddr, instrs: cfg.instrs, core, tenant, size: 8, flags: WRITE };
+        return Ok(Box::new(Init { template, pages, next: 0, then: source }));
+    }
     Ok(source)
+}
+
+/// A generator preceded by one write to each page of its footprint, in order.
+struct Init {
+    template: Access,
+    pages: u64,
+    next: u64,
+    then: Box<dyn Source>,
+}
+
+impl Source for Init {
+    fn fill(&mut self, out: &mut Vec<Access>, max: usize) -> Result<()> {
+        if self.next < self.pages {
+            let n = (self.pages - self.next).min(max as u64);
+            out.extend((self.next..self.next + n).map(|i| Access { vaddr: self.template.vaddr + i * PAGE_BYTES, ..self.template }));
+            self.next += n;
+            return Ok(());
+        }
+        self.then.fill(out, max)
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        self.then.len_hint().map(|n| n + self.pages - self.next)
+    }
 }
 
 /// Returns an unrelated 64-bit seed for each `(seed, salt)` pair: both go through
@@ -428,6 +463,21 @@ pub(crate) mod tests {
     /// A small configuration for tests: 4 MiB footprint, 100 000 references.
     pub(crate) fn config(name: &str) -> WorkloadConfig {
         WorkloadConfig { name: name.to_string(), footprint: Size(4 << 20), refs: 100_000, ..Default::default() }
+    }
+
+    #[test]
+    fn init_writes_every_page_in_order_before_the_references() {
+        let cfg = WorkloadConfig { init: true, refs: 1000, ..config("uniform") };
+        let mut src = build(&cfg, 0, 0).unwrap();
+        assert_eq!(src.len_hint(), Some(1024 + 1000));
+        let all = collect(src.as_mut(), 100);
+        assert_eq!(all.len(), 1024 + 1000);
+        for (i, a) in all[..1024].iter().enumerate() {
+            assert_eq!(a.vaddr, cfg.base_vaddr + i as u64 * PAGE_BYTES);
+            assert!(a.is_write());
+        }
+        let plain = collect(build(&WorkloadConfig { init: false, ..cfg.clone() }, 0, 0).unwrap().as_mut(), 100);
+        assert_eq!(&all[1024..], &plain[..], "then the generator's own references");
     }
 
     /// Drains `source` in batches of `batch` records.

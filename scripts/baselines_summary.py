@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Tables of scripts/baselines-figures.sh from its JSON reports (argument: the folder)."""
+import json
+import math
+import os
+import sys
+
+out = sys.argv[1]
+
+
+def load(folder, name):
+    path = os.path.join(folder, name + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def core_time(c):
+    """A core's time in cycles: instructions / IPC (older reports left `cycles` at 0)."""
+    return c["instructions"] / c["ipc"] if c["ipc"] else float("nan")
+
+
+def geomean(xs):
+    xs = [x for x in xs if x == x and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+POL = ["numa-balancing", "memory-mode", "nimble", "hemem", "hmm-v"]
+NAMES = {"numa-balancing": "NUMA_B", "memory-mode": "MM", "nimble": "Nimble", "hemem": "HeMem", "hmm-v": "HMM-V"}
+
+for sec, title in [("single4k", "4 KiB pages"), ("singlethp", "THP")]:
+    rows = []
+    for w in ["pagerank", "graph-bfs", "kv"]:
+        for size in ["S", "L"]:
+            runs = {p: load(out, f"{sec}-{w}-{size}-{p}") for p in POL + ["all-fast"]}
+            nb, dram = runs["numa-balancing"], runs["all-fast"]
+            if not nb or not dram:
+                continue
+            cells = []
+            for p in POL:
+                r = runs[p]
+                if not r:
+                    cells.append("–")
+                    continue
+                t = r["summary"]["cycles"]
+                cells.append(f"{nb['summary']['cycles'] / t:.2f} ({100 * dram['summary']['cycles'] / t:.0f} %)")
+            rows.append(f"| {w} {size} | " + " | ".join(cells) + " |")
+    if rows:
+        print(f"## §5.8 / Fig. 7, one VM, {title}: performance over NUMA_B (and % of all-DRAM)\n")
+        print("| workload | " + " | ".join(NAMES[p] for p in POL) + " |")
+        print("|---|" + "---|" * len(POL))
+        print("\n".join(rows) + "\n")
+        for w in ["pagerank", "graph-bfs", "kv"]:
+            for size in ["S", "L"]:
+                r = load(out, f"{sec}-{w}-{size}-memory-mode")
+                if r:
+                    mm = r["memory_mode"]
+                    print(f"- MM {w} {size}: load miss ratio {100 * mm['read_miss_ratio']:.1f} %, dirty evictions {mm['total']['dirty_evictions']}")
+                n = load(out, f"{sec}-{w}-{size}-nimble")
+                if n:
+                    pr = n["policy_report"]
+                    print(f"- Nimble {w} {size}: {pr['steps']} steps, {pr['promoted_pages']} promoted, {pr['demoted_pages']} demoted, {pr['exchanges']} exchanges, {pr['failed_moves']} refused")
+                h = load(out, f"{sec}-{w}-{size}-hemem")
+                if h:
+                    pr = h["policy_report"]
+                    print(f"- HeMem {w} {size}: {pr['samples']} samples, {pr['hot_pages']} hot pages, {pr['promoted_pages']} promoted, {pr['demoted_pages']} demoted")
+        print()
+
+rows = []
+for h in ["0.1", "0.2", "0.4", "0.8"]:
+    nb, hv = load(out, f"fig5a-{h}-numa-balancing"), load(out, f"fig5a-{h}-hmm-v")
+    if not nb:
+        continue
+
+    def perf(r, warm):
+        if not r:
+            return "–"
+        s = r["slowdown"]
+        pct = s["after_warmup"]["percent"] if warm else s["percent"]
+        return f"{100 / (1 + pct / 100):.1f} %"
+
+    hint = nb["policy_report"]["hinting"]
+    rows.append(f"| {float(h) * 100:.0f} % | {perf(nb, False)} / {perf(nb, True)} | {perf(hv, False)} / {perf(hv, True)} | {hint['hint_faults']} ({hint['promoted']} promoted) |")
+if rows:
+    print("## §5.6.1 / Fig. 5a: performance of all-DRAM, whole run / after 60 %\n")
+    print("| hot set | NUMA_B | HMM-V | NUMA_B hint faults |")
+    print("|---|---|---|---|")
+    print("\n".join(rows) + "\n")
+
+one = {w: {p: load(out, f"twovm-one-{w}-{p}") for p in ["memory-mode", "hmm-v", "all-fast"]} for w in ["kv", "graph-bfs"]}
+two = {p: load(out, f"twovm-two-{p}") for p in ["memory-mode", "hmm-v", "numa-balancing", "nimble", "all-fast"]}
+if two["memory-mode"]:
+    print("## §5.9.2: two VMs with THP sharing the DRAM\n")
+    print("| VM | MM load miss ratio alone | beside the other | " + " | ".join(f"{NAMES[p]} alone" for p in ["memory-mode", "hmm-v"]) + " | " + " | ".join(f"{NAMES[p]} two VMs" for p in ["memory-mode", "hmm-v", "numa-balancing", "nimble"]) + " |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    mm2 = two["memory-mode"]["memory_mode"]["tenants"]
+    for i, w in enumerate(["kv", "graph-bfs"]):
+        alone = one[w]["memory-mode"]
+        a_ratio = f"{100 * alone['memory_mode']['read_miss_ratio']:.1f} %" if alone else "–"
+        cells = []
+        for p in ["memory-mode", "hmm-v"]:
+            r, d = one[w][p], one[w]["all-fast"]
+            cells.append(f"{100 * d['summary']['cycles'] / r['summary']['cycles']:.1f} %" if r and d else "–")
+        for p in ["memory-mode", "hmm-v", "numa-balancing", "nimble"]:
+            r, d = two[p], two["all-fast"]
+            cells.append(f"{100 * core_time(d['cores'][i]) / core_time(r['cores'][i]):.1f} %" if r and d else "–")
+        print(f"| {w} | {a_ratio} | {100 * mm2[i]['read_miss_ratio']:.1f} % | " + " | ".join(cells) + " |")
+    print("\n(performance = all-DRAM time / time, per VM)\n")
+
+four = {p: load(out, f"fourvm-{f}") for p, f in [("numa-balancing", "numa-balancing"), ("memory-mode", "memory-mode"), ("hmm-v island", "hmm-v"), ("hmm-v pool", "hmm-v-pool"), ("all-fast", "all-fast")]}
+if four["numa-balancing"] and four["all-fast"]:
+    print("## §5.9.1: four VMs, 4 KiB pages (performance = all-DRAM time / time, per VM)\n")
+    names = ["VM1 stream", "VM2 graph500", "VM3 kv", "VM4 pagerank"]
+    print("| policy | " + " | ".join(names) + " | geomean |")
+    print("|---|---|---|---|---|---|")
+    g = {}
+    for p in ["numa-balancing", "memory-mode", "hmm-v island", "hmm-v pool"]:
+        r = four[p]
+        if not r:
+            continue
+        per = [core_time(d) / core_time(c) for c, d in zip(r["cores"], four["all-fast"]["cores"])]
+        g[p] = geomean(per)
+        print(f"| {NAMES.get(p, p)} | " + " | ".join(f"{100 * x:.1f} %" for x in per) + f" | {100 * g[p]:.1f} % |")
+    if "numa-balancing" in g:
+        print()
+        for p in ["memory-mode", "hmm-v island", "hmm-v pool"]:
+            if p in g:
+                print(f"- {NAMES.get(p, p)} over NUMA_B: {100 * (g[p] / g['numa-balancing'] - 1):+.1f} % (geomean)")
+        if "memory-mode" in g:
+            for p in ["hmm-v island", "hmm-v pool"]:
+                if p in g:
+                    print(f"- {p} over MM: {100 * (g[p] / g['memory-mode'] - 1):+.1f} %")
+    mm = four["memory-mode"]
+    if mm:
+        print("- MM load miss ratio per VM: " + ", ".join(f"{100 * t['read_miss_ratio']:.1f} %" for t in mm["memory_mode"]["tenants"]))
