@@ -68,8 +68,8 @@ for sec, title in [("single4k", "4 KiB pages"), ("singlethp", "THP")]:
         print()
 
 rows = []
-for h in ["0.1", "0.2", "0.4", "0.8"]:
-    nb, hv = load(out, f"fig5a-{h}-numa-balancing"), load(out, f"fig5a-{h}-hmm-v")
+for seed, h in [(seed, h) for seed in ["", "s5-"] for h in ["0.1", "0.2", "0.4", "0.8"]]:
+    nb, hv = load(out, f"fig5a-{seed}{h}-numa-balancing"), load(out, f"fig5a-{seed}{h}-hmm-v")
     if not nb:
         continue
 
@@ -81,11 +81,12 @@ for h in ["0.1", "0.2", "0.4", "0.8"]:
         return f"{100 / (1 + pct / 100):.1f} %"
 
     hint = nb["policy_report"]["hinting"]
-    rows.append(f"| {float(h) * 100:.0f} % | {perf(nb, False)} / {perf(nb, True)} | {perf(hv, False)} / {perf(hv, True)} | {hint['hint_faults']} ({hint['promoted']} promoted) |")
+    where = nb["summary"]["fast_tier_fraction"]
+    rows.append(f"| {seed[1:-1] or 's1'} | {float(h) * 100:.0f} % | {100 * where:.0f} % | {perf(nb, False)} / {perf(nb, True)} | {perf(hv, False)} / {perf(hv, True)} | {hint['hint_faults']} ({hint['promoted']} promoted) |")
 if rows:
     print("## §5.6.1 / Fig. 5a: performance of all-DRAM, whole run / after 60 %\n")
-    print("| hot set | NUMA_B | HMM-V | NUMA_B hint faults |")
-    print("|---|---|---|---|")
+    print("| seed | hot set | NUMA_B fast-tier share | NUMA_B | HMM-V | NUMA_B hint faults |")
+    print("|---|---|---|---|---|---|")
     print("\n".join(rows) + "\n")
 
 one = {w: {p: load(out, f"twovm-one-{w}-{p}") for p in ["memory-mode", "hmm-v", "all-fast"]} for w in ["kv", "graph-bfs"]}

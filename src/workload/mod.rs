@@ -109,7 +109,7 @@ pub struct WorkloadConfig {
     pub access_bytes: u32,
     /// First virtual address of the data; must be 4 KiB aligned.
     pub base_vaddr: u64,
-    /// Write every 4 KiB page of the footprint once, in address order, before the
+    /// Write every 4 KiB page of the data once, in address order, before the
     /// references, as a benchmark that allocates and fills its data first (HMM-V
     /// §5.6's microbenchmark fills its RSS, so first touch lays it out in address
     /// order). These writes come on top of `refs`; each core of a tenant makes them.
@@ -345,7 +345,9 @@ pub fn build(cfg: &WorkloadConfig, core: u16, tenant: u16) -> Result<Box<dyn Sou
         other => bail!("workload: unknown workload `{other}`"),
     };
     if cfg.init {
-        let pages = cfg.footprint.bytes() / PAGE_BYTES;
+        // The data as laid out (an application workload's may differ from the
+        // configured footprint).
+        let pages = cfg.checked_footprint()?.div_ceil(PAGE_BYTES);
         let template = Access { vaddr: cfg.base_vaddr, instrs: cfg.instrs, core, tenant, size: 8, flags: WRITE };
         return Ok(Box::new(Init { template, pages, next: 0, then: source }));
     }
