@@ -542,12 +542,7 @@ impl<R: Redirect> Machine<R> {
             f(p);
             if clear && (p.accessed || p.dirty) {
                 *self.space.entry_mut(tenant, slot) &= !(ACCESSED | DIRTY);
-                self.pte_access(x, tenant, slot, true);
-                if !is_vm {
-                    for c in &mut self.cores {
-                        c.tlb.invalidate(tenant, p.addr, p.huge);
-                    }
-                }
+                self.leaf_changed(x, &p, slot, is_vm);
                 cleared += 1;
             }
         }
@@ -599,12 +594,7 @@ impl<R: Redirect> Machine<R> {
             self.cpu(x, per_pte);
             if mark {
                 *self.space.entry_mut(tenant, slot) |= POISONED;
-                self.pte_access(x, tenant, slot, true);
-                if !is_vm {
-                    for c in &mut self.cores {
-                        c.tlb.invalidate(tenant, p.addr, p.huge);
-                    }
-                }
+                self.leaf_changed(x, &p, slot, is_vm);
                 marked += 1;
             }
         }
@@ -612,6 +602,18 @@ impl<R: Redirect> Machine<R> {
         self.stats.poisons += marked;
         self.scan_done(x, tenant, marked);
         (next, marked, pages.len() as u64)
+    }
+
+    /// A scan changed the leaf of page `p` at `slot`: the write of its line, and its
+    /// translations dropped on every core without an interrupt yet (a VM's are
+    /// flushed whole by [`Machine::scan_done`]).
+    fn leaf_changed(&mut self, x: &mut Exec, p: &PageInfo, slot: usize, is_vm: bool) {
+        self.pte_access(x, p.tenant, slot, true);
+        if !is_vm {
+            for c in &mut self.cores {
+                c.tlb.invalidate(p.tenant, p.addr, p.huge);
+            }
+        }
     }
 
     /// Ends a scan of `tenant` that cleared `cleared` entries: one batched TLB-flush

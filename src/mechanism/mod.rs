@@ -253,6 +253,16 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
         self.m.space().tenants()[tenant as usize].frames_per_tier()[tier.index()]
     }
 
+    /// Frames `tenant` may still take in the fast tier: the free ones, within its
+    /// quota if it has one.
+    pub fn fast_room(&self, tenant: u16) -> u64 {
+        let free = self.free_frames(TierId::FAST);
+        match self.fast_quota(tenant) {
+            Some(q) => q.saturating_sub(self.tenant_frames(tenant, TierId::FAST)).min(free),
+            None => free,
+        }
+    }
+
     /// The tenant's fast-tier quota in frames (`None` = unlimited).
     pub fn fast_quota(&self, tenant: u16) -> Option<u64> {
         self.m.space().tenants()[tenant as usize].fast_quota()

@@ -223,14 +223,6 @@ impl HeMem {
         keep
     }
 
-    /// Frames `tenant` may still take in the fast tier.
-    fn room(mech: &Mechanisms, tenant: u16) -> u64 {
-        let free = mech.free_frames(TierId::FAST);
-        match mech.fast_quota(tenant) {
-            Some(q) => q.saturating_sub(mech.tenant_frames(tenant, TierId::FAST)).min(free),
-            None => free,
-        }
-    }
 
     /// One round of the policy thread: the job of its moves.
     fn round(&mut self, mech: &Mechanisms) -> Job {
@@ -245,7 +237,7 @@ impl HeMem {
                 continue;
             }
             let p = self.pages[n as usize];
-            let left = room[p.tenant as usize].get_or_insert_with(|| Self::room(mech, p.tenant) as i64);
+            let left = room[p.tenant as usize].get_or_insert_with(|| mech.fast_room(p.tenant) as i64);
             while *left < p.frames as i64 {
                 let Some(c) = self.fast_cold[p.tenant as usize].pop_front() else { break };
                 if !self.take(c, Queue::FastCold) {

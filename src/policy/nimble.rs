@@ -94,14 +94,6 @@ impl Observer for Nimble {
 }
 
 impl Nimble {
-    /// Frames `tenant` may still take in the fast tier.
-    fn room(mech: &Mechanisms, tenant: u16) -> u64 {
-        let free = mech.free_frames(TierId::FAST);
-        match mech.fast_quota(tenant) {
-            Some(q) => q.saturating_sub(mech.tenant_frames(tenant, TierId::FAST)).min(free),
-            None => free,
-        }
-    }
 
     /// Steps 1 (aging) and 2 for one tenant: the moves, in units that one thread runs
     /// in order.
@@ -220,7 +212,7 @@ impl Policy for Nimble {
         let mut i = 0;
         for tenant in 0..mech.tenants() {
             let cap = mech.fast_quota(tenant).unwrap_or(fast_frames);
-            for unit in self.plan(tenant, Self::room(mech, tenant), cap) {
+            for unit in self.plan(tenant, mech.fast_room(tenant), cap) {
                 let t = i % self.threads as usize;
                 for mv in unit {
                     let at = |n: u64| self.pages[n as usize].expect("a scanned page").at();

@@ -176,11 +176,7 @@ impl NumaBalancing {
             self.totals.local += 1;
             return;
         }
-        let free = match mech.fast_quota(h.tenant) {
-            Some(q) => q.saturating_sub(mech.tenant_frames(h.tenant, TierId::FAST)).min(mech.free_frames(TierId::FAST)),
-            None => mech.free_frames(TierId::FAST),
-        };
-        if promotes(free, self.marks.high, info.base_pages()) && mech.migrate(page, TierId::FAST).is_ok() {
+        if promotes(mech.fast_room(h.tenant), self.marks.high, info.base_pages()) && mech.migrate(page, TierId::FAST).is_ok() {
             s.pass.local += 1;
             self.totals.local += 1;
             self.totals.promoted += 1;
