@@ -58,9 +58,15 @@ for s in "${SECTIONS[@]}"; do
         done
         ;;
     fig5a)
-        for h in 0.1 0.2 0.4 0.8; do
-            for p in numa-balancing hmm-v; do
-                jobs+=("run $VM --set machine.page_table.thp=false --workload hotspot --footprint 1GiB --set workload.hotspot.hot_refs=0.9 --set workload.hotspot.hot_size=$h --set machine.tiers.fast.capacity=50% $PERIODS --refs 25000000 --policy $p --slowdown-vs all-fast --warmup 0.6 --json $OUT/fig5a-$h-$p.json")
+        # Seed 1 puts the hot region in the first half of the address space (which
+        # fills DRAM on first touch), seed 5 in the second half.
+        for seed in 1 5; do
+            tag=""
+            [ $seed = 1 ] || tag="s$seed-"
+            for h in 0.1 0.2 0.4 0.8; do
+                for p in numa-balancing hmm-v; do
+                    jobs+=("run $VM --set machine.page_table.thp=false --workload hotspot --seed $seed --footprint 1GiB --set workload.hotspot.hot_refs=0.9 --set workload.hotspot.hot_size=$h --set machine.tiers.fast.capacity=50% $PERIODS --refs 25000000 --policy $p --slowdown-vs all-fast --warmup 0.6 --json $OUT/fig5a-$tag$h-$p.json")
+                done
             done
         done
         ;;
@@ -74,7 +80,7 @@ for s in "${SECTIONS[@]}"; do
             done
         done
         for p in memory-mode hmm-v numa-balancing nimble all-fast; do
-            jobs+=("run $base --tenants vm:kv:50%,vm:graph-bfs:50% --footprint 768MiB --policy $p --json $OUT/twovm-two-$p.json")
+            jobs+=("run $base --tenants vm:kv:50%,vm:graph-bfs:50% --footprint 384MiB --policy $p --json $OUT/twovm-two-$p.json")
         done
         ;;
     fourvm)
@@ -87,9 +93,6 @@ for s in "${SECTIONS[@]}"; do
     *) echo "unknown section $s (single4k singlethp fig5a twovm fourvm)" >&2; exit 2 ;;
     esac
 done
-todo=()
-for j in "${jobs[@]}"; do
-    [ -e "${j##*--json }" ] || todo+=("$j")
-done
-[ ${#todo[@]} -eq 0 ] || printf '%s\n' "${todo[@]}" | xargs -P 2 -I{} sh -c "$T {} > /dev/null"
+source scripts/jobs.sh
+run_missing "$T" "${jobs[@]}"
 python3 scripts/baselines_summary.py "$OUT" | tee "$OUT/summary.md"

@@ -108,9 +108,6 @@ for s in "${SECTIONS[@]}"; do
     esac
 done
 # Runs whose JSON exists are kept (delete $OUT to start again).
-todo=()
-for j in "${jobs[@]}"; do
-    [ -e "${j##*--json }" ] || todo+=("$j")
-done
-[ ${#todo[@]} -eq 0 ] || printf '%s\n' "${todo[@]}" | xargs -P 2 -I{} sh -c "$T {} > /dev/null"
+source scripts/jobs.sh
+run_missing "$T" "${jobs[@]}"
 python3 scripts/hmmv_summary.py "$OUT" | tee "$OUT/summary.md"
