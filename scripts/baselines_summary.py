@@ -82,7 +82,7 @@ for seed, h in [(seed, h) for seed in ["", "s5-"] for h in ["0.1", "0.2", "0.4",
 
     hint = nb["policy_report"]["hinting"]
     where = nb["summary"]["fast_tier_fraction"]
-    rows.append(f"| {seed[1:-1] or 's1'} | {float(h) * 100:.0f} % | {100 * where:.0f} % | {perf(nb, False)} / {perf(nb, True)} | {perf(hv, False)} / {perf(hv, True)} | {hint['hint_faults']} ({hint['promoted']} promoted) |")
+    rows.append(f"| {seed[1:2] and seed[1:-1] or '1'} | {float(h) * 100:.0f} % | {100 * where:.0f} % | {perf(nb, False)} / {perf(nb, True)} | {perf(hv, False)} / {perf(hv, True)} | {hint['hint_faults']} ({hint['promoted']} promoted) |")
 if rows:
     print("## §5.6.1 / Fig. 5a: performance of all-DRAM, whole run / after 60 %\n")
     print("| seed | hot set | NUMA_B fast-tier share | NUMA_B | HMM-V | NUMA_B hint faults |")
@@ -93,12 +93,15 @@ one = {w: {p: load(out, f"twovm-one-{w}-{p}") for p in ["memory-mode", "hmm-v", 
 two = {p: load(out, f"twovm-two-{p}") for p in ["memory-mode", "hmm-v", "numa-balancing", "nimble", "all-fast"]}
 if two["memory-mode"]:
     print("## §5.9.2: two VMs with THP sharing the DRAM\n")
-    print("| VM | MM load miss ratio alone | beside the other | " + " | ".join(f"{NAMES[p]} alone" for p in ["memory-mode", "hmm-v"]) + " | " + " | ".join(f"{NAMES[p]} two VMs" for p in ["memory-mode", "hmm-v", "numa-balancing", "nimble"]) + " |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| VM | MM load miss ratio alone | beside the other | MM load misses per 1000 instructions alone | beside the other | " + " | ".join(f"{NAMES[p]} alone" for p in ["memory-mode", "hmm-v"]) + " | " + " | ".join(f"{NAMES[p]} two VMs" for p in ["memory-mode", "hmm-v", "numa-balancing", "nimble"]) + " |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     mm2 = two["memory-mode"]["memory_mode"]["tenants"]
+    mpki = lambda t, c: 1000 * t["read_misses"] / c["instructions"]
     for i, w in enumerate(["kv", "graph-bfs"]):
         alone = one[w]["memory-mode"]
         a_ratio = f"{100 * alone['memory_mode']['read_miss_ratio']:.1f} %" if alone else "–"
+        a_mpki = f"{mpki(alone['memory_mode']['total'], alone['cores'][0]):.1f}" if alone else "–"
+        b_mpki = f"{mpki(mm2[i], two['memory-mode']['cores'][i]):.1f}"
         cells = []
         for p in ["memory-mode", "hmm-v"]:
             r, d = one[w][p], one[w]["all-fast"]
@@ -106,7 +109,7 @@ if two["memory-mode"]:
         for p in ["memory-mode", "hmm-v", "numa-balancing", "nimble"]:
             r, d = two[p], two["all-fast"]
             cells.append(f"{100 * core_time(d['cores'][i]) / core_time(r['cores'][i]):.1f} %" if r and d else "–")
-        print(f"| {w} | {a_ratio} | {100 * mm2[i]['read_miss_ratio']:.1f} % | " + " | ".join(cells) + " |")
+        print(f"| {w} | {a_ratio} | {100 * mm2[i]['read_miss_ratio']:.1f} % | {a_mpki} | {b_mpki} | " + " | ".join(cells) + " |")
     print("\n(performance = all-DRAM time / time, per VM)\n")
 
 four = {p: load(out, f"fourvm-{f}") for p, f in [("numa-balancing", "numa-balancing"), ("memory-mode", "memory-mode"), ("hmm-v island", "hmm-v"), ("hmm-v pool", "hmm-v-pool"), ("all-fast", "all-fast")]}
@@ -135,3 +138,13 @@ if four["numa-balancing"] and four["all-fast"]:
     mm = four["memory-mode"]
     if mm:
         print("- MM load miss ratio per VM: " + ", ".join(f"{100 * t['read_miss_ratio']:.1f} %" for t in mm["memory_mode"]["tenants"]))
+
+kv = {p: load(out, f"kv1k-L-{p}") for p in ["numa-balancing", "memory-mode", "hmm-v", "all-fast"]}
+if kv["numa-balancing"] and kv["all-fast"]:
+    print("\n## kv L with 1 KiB values, 4 KiB pages: performance over NUMA_B (and % of all-DRAM)\n")
+    nb, af = kv["numa-balancing"]["summary"]["cycles"], kv["all-fast"]["summary"]["cycles"]
+    for p in ["memory-mode", "hmm-v"]:
+        r = kv[p]
+        if r:
+            extra = f", load miss ratio {100 * r['memory_mode']['read_miss_ratio']:.1f} %" if "memory_mode" in r else ""
+            print(f"- {NAMES[p]}: {nb / r['summary']['cycles']:.2f} ({100 * af / r['summary']['cycles']:.0f} %){extra}")
