@@ -13,6 +13,8 @@
 #                        (kv + graph500, THP) sharing its cache; HMM-V island beside it
 #   fourvm               §5.9.1: the four VMs of hmm-v-figures.sh: NUMA_B, MM, HMM-V
 #                        island and pool
+#   fourvmthp            the four VMs with THP (§5.9.2): NUMA_B, MM, Nimble, HMM-V
+#                        island and pool
 #   kv1k                 kv L with 1 KiB values: NUMA_B, MM, HMM-V
 #
 # Periods scaled as for HMM-V's figures: HMM-V's windows 100 ms (1/6), Nimble's 5 s
@@ -30,7 +32,7 @@ fi
 OUT=${OUT:-$PWD/baselines-figures}
 mkdir -p "$OUT"
 SECTIONS=("$@")
-[ ${#SECTIONS[@]} -gt 0 ] || SECTIONS=(single4k singlethp fig5a twovm fourvm kv1k)
+[ ${#SECTIONS[@]} -gt 0 ] || SECTIONS=(single4k singlethp fig5a twovm fourvm fourvmthp kv1k)
 
 # Every workload first writes its whole footprint in address order, as the paper's
 # benchmarks allocate and fill their data before they run (workload.init).
@@ -91,13 +93,21 @@ for s in "${SECTIONS[@]}"; do
         done
         jobs+=("run $VM --set machine.page_table.thp=false $TEN $PERIODS --set policy.hmm-v.first_switch_s=1.5 --policy hmm-v --set policy.hmm-v.mode=\"pool\" --json $OUT/fourvm-hmm-v-pool.json")
         ;;
+    fourvmthp)
+        # §5.9.2 with four VMs: the same VMs with THP, Nimble beside the others.
+        TEN="--tenants vm:stream:25%,vm:graph-bfs:25%,vm:kv:25%,vm:pagerank:25% --set workload.kv.popularity=\"hotspot\" --footprint 512MiB --set machine.tiers.fast.capacity=20% --refs 80000000"
+        for p in numa-balancing memory-mode nimble hmm-v all-fast; do
+            jobs+=("run $VM --set machine.page_table.thp=true $TEN $PERIODS --set policy.hmm-v.first_switch_s=1.5 --policy $p --json $OUT/fourvmthp-$p.json")
+        done
+        jobs+=("run $VM --set machine.page_table.thp=true $TEN $PERIODS --set policy.hmm-v.first_switch_s=1.5 --policy hmm-v --set policy.hmm-v.mode=\"pool\" --json $OUT/fourvmthp-hmm-v-pool.json")
+        ;;
     kv1k)
         # kv L with 1 KiB values (four per page), 4 KiB pages: does sparsity help MM?
         for p in numa-balancing memory-mode hmm-v all-fast; do
             jobs+=("run $VM --set machine.page_table.thp=false --workload kv $KV --set workload.kv.value_bytes=1024 --footprint 640MiB --set machine.tiers.fast.capacity=256MiB --refs ${REFS[kv]} $PERIODS --policy $p --json $OUT/kv1k-L-$p.json")
         done
         ;;
-    *) echo "unknown section $s (single4k singlethp fig5a twovm fourvm kv1k)" >&2; exit 2 ;;
+    *) echo "unknown section $s (single4k singlethp fig5a twovm fourvm fourvmthp kv1k)" >&2; exit 2 ;;
     esac
 done
 source scripts/jobs.sh

@@ -112,32 +112,37 @@ if two["memory-mode"]:
         print(f"| {w} | {a_ratio} | {100 * mm2[i]['read_miss_ratio']:.1f} % | {a_mpki} | {b_mpki} | " + " | ".join(cells) + " |")
     print("\n(performance = all-DRAM time / time, per VM)\n")
 
-four = {p: load(out, f"fourvm-{f}") for p, f in [("numa-balancing", "numa-balancing"), ("memory-mode", "memory-mode"), ("hmm-v island", "hmm-v"), ("hmm-v pool", "hmm-v-pool"), ("all-fast", "all-fast")]}
-if four["numa-balancing"] and four["all-fast"]:
-    print("## §5.9.1: four VMs, 4 KiB pages (performance = all-DRAM time / time, per VM)\n")
+def four_vms(prefix, title, policies):
+    four = {p: load(out, f"{prefix}-{f}") for p, f in policies + [("all-fast", "all-fast")]}
+    if not (four.get("numa-balancing") and four["all-fast"]):
+        return
+    print(f"## {title} (performance = all-DRAM time / time, per VM)\n")
     names = ["VM1 stream", "VM2 graph500", "VM3 kv", "VM4 pagerank"]
     print("| policy | " + " | ".join(names) + " | geomean |")
     print("|---|---|---|---|---|---|")
     g = {}
-    for p in ["numa-balancing", "memory-mode", "hmm-v island", "hmm-v pool"]:
+    for p, _ in policies:
         r = four[p]
         if not r:
             continue
         per = [core_time(d) / core_time(c) for c, d in zip(r["cores"], four["all-fast"]["cores"])]
         g[p] = geomean(per)
         print(f"| {NAMES.get(p, p)} | " + " | ".join(f"{100 * x:.1f} %" for x in per) + f" | {100 * g[p]:.1f} % |")
-    if "numa-balancing" in g:
-        print()
-        for p in ["memory-mode", "hmm-v island", "hmm-v pool"]:
-            if p in g:
-                print(f"- {NAMES.get(p, p)} over NUMA_B: {100 * (g[p] / g['numa-balancing'] - 1):+.1f} % (geomean)")
-        if "memory-mode" in g:
-            for p in ["hmm-v island", "hmm-v pool"]:
-                if p in g:
-                    print(f"- {p} over MM: {100 * (g[p] / g['memory-mode'] - 1):+.1f} %")
-    mm = four["memory-mode"]
+    print()
+    for p in [p for p, _ in policies if p != "numa-balancing" and p in g]:
+        print(f"- {NAMES.get(p, p)} over NUMA_B: {100 * (g[p] / g['numa-balancing'] - 1):+.1f} % (geomean)")
+    for p in ["hmm-v island", "hmm-v pool"]:
+        for base in ["memory-mode", "nimble"]:
+            if p in g and base in g:
+                print(f"- {p} over {NAMES[base]}: {g[p] / g[base]:.2f}×")
+    mm = four.get("memory-mode")
     if mm:
         print("- MM load miss ratio per VM: " + ", ".join(f"{100 * t['read_miss_ratio']:.1f} %" for t in mm["memory_mode"]["tenants"]))
+    print()
+
+
+four_vms("fourvm", "§5.9.1: four VMs, 4 KiB pages", [("numa-balancing", "numa-balancing"), ("memory-mode", "memory-mode"), ("hmm-v island", "hmm-v"), ("hmm-v pool", "hmm-v-pool")])
+four_vms("fourvmthp", "§5.9.2: four VMs, THP", [("numa-balancing", "numa-balancing"), ("memory-mode", "memory-mode"), ("nimble", "nimble"), ("hmm-v island", "hmm-v"), ("hmm-v pool", "hmm-v-pool")])
 
 kv = {p: load(out, f"kv1k-L-{p}") for p in ["numa-balancing", "memory-mode", "hmm-v", "all-fast"]}
 if kv["numa-balancing"] and kv["all-fast"]:
