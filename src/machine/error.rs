@@ -13,6 +13,17 @@ pub enum Direction {
     Demote,
 }
 
+impl Direction {
+    /// The direction of a move from tier `from` to tier `to`.
+    pub fn between(from: super::TierId, to: super::TierId) -> Direction {
+        if to < from {
+            Direction::Promote
+        } else {
+            Direction::Demote
+        }
+    }
+}
+
 /// Why a mechanism refused. Nothing was changed and nothing was charged, except
 /// where a variant says so.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

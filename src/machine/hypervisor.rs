@@ -64,15 +64,6 @@ pub trait MoveLimits {
     fn count(&mut self, d: Direction, at: u64, bytes: u64);
 }
 
-/// The direction of a move from tier `from` to tier `to`.
-fn direction(from: TierId, to: TierId) -> Direction {
-    if to < from {
-        Direction::Promote
-    } else {
-        Direction::Demote
-    }
-}
-
 /// What an access to a page with a record meets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TrapKind {
@@ -187,7 +178,8 @@ impl Hyper {
 }
 
 impl<R: Redirect> Machine<R> {
-    fn is_vm(&self, tenant: u16) -> bool {
+    /// Whether `tenant` is a VM (has a guest page table and an EPT).
+    pub(crate) fn is_vm(&self, tenant: u16) -> bool {
         self.space.tenants().get(tenant as usize).is_some_and(|t| t.guest.is_some())
     }
 
@@ -414,7 +406,7 @@ impl<R: Redirect> Machine<R> {
                 if from == p.to_tier {
                     return Err(MechError::AlreadyThere { page: p.page, tier: p.to_tier });
                 }
-                limits.check(direction(from, p.to_tier), x.at)?;
+                limits.check(Direction::between(from, p.to_tier), x.at)?;
                 let frames = self.space.page_bytes(m.huge) >> 12;
                 self.space.fits(p.page.tenant, p.to_tier, frames)?;
                 let dst = self.space.alloc(p.to_tier, m.huge, Colour::ANY)?;
@@ -490,7 +482,7 @@ impl<R: Redirect> Machine<R> {
         }
         for &(p, to) in &live {
             let mv = Move { page: p.page, slot: Some(p.slot), from: p.from, to, frames: p.frames, flush: true, copy: true, to_is_copy: false, source: Source::Free, count: true };
-            limits.count(direction(self.space.tier_of(p.from), p.to_tier), x.at, p.frames << 12);
+            limits.count(Direction::between(self.space.tier_of(p.from), p.to_tier), x.at, p.frames << 12);
             self.settle(MoveKind::Migrate, &mv);
             self.hyper.traps.insert((p.page.tenant, p.page.addr), Trap { until: x.at, kind: TrapKind::Unmapped { fill_exit: false } });
             self.hyper.stats.pml += 1;

@@ -247,7 +247,7 @@ impl<R: Redirect> Machine<R> {
         let page = match sd {
             Shootdown::Page { page, .. } | Shootdown::Region { page } => page,
         };
-        if self.space.tenants()[page.tenant as usize].guest.is_some() {
+        if self.is_vm(page.tenant) {
             self.vm_flush(x, page.tenant);
             return;
         }
@@ -534,7 +534,7 @@ impl<R: Redirect> Machine<R> {
             }
         });
         let per_pte = self.cfg.costs.scan_pte_cycles;
-        let is_vm = self.space.tenants()[tenant as usize].guest.is_some();
+        let is_vm = self.is_vm(tenant);
         let mut cleared = 0;
         for &(p, slot) in &pages {
             self.pte_access(x, tenant, slot, false);
@@ -587,7 +587,7 @@ impl<R: Redirect> Machine<R> {
             None => None,
         };
         let per_pte = self.cfg.costs.scan_pte_cycles;
-        let is_vm = self.space.tenants()[tenant as usize].guest.is_some();
+        let is_vm = self.is_vm(tenant);
         let mut marked = 0;
         for &(p, slot, mark) in &pages {
             self.pte_access(x, tenant, slot, false);
@@ -622,7 +622,7 @@ impl<R: Redirect> Machine<R> {
         if cleared == 0 {
             return;
         }
-        if self.space.tenants()[tenant as usize].guest.is_some() {
+        if self.is_vm(tenant) {
             self.vm_flush(x, tenant);
         } else {
             self.ipi_round(x);

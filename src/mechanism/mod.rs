@@ -97,20 +97,11 @@ pub struct HintWindow {
     pub leaves: u64,
 }
 
-/// The direction of a move from tier `from` to tier `to`.
-fn direction(from: TierId, to: TierId) -> Direction {
-    if to < from {
-        Direction::Promote
-    } else {
-        Direction::Demote
-    }
-}
-
 /// Checks the limits for moving `page` to `to`; returns the direction and bytes to
 /// count once the move is done.
 fn limit_move<R: Redirect>(m: &Machine<R>, limits: &mut Limits, at: u64, page: PageRef, to: TierId) -> Result<(Direction, u64), MechError> {
     let info = m.space().page_info(page)?;
-    let d = direction(info.tier, to);
+    let d = Direction::between(info.tier, to);
     limits.check(d, at)?;
     Ok((d, info.bytes))
 }
@@ -142,7 +133,7 @@ pub(crate) fn run_op<R: Redirect>(m: &mut Machine<R>, limits: &mut Limits, x: &m
         Op::Merge { page, to } => {
             // A merge that copies moves the base pages not yet in `to`.
             let from = m.space().page_info(page)?.tier;
-            let d = direction(from, to);
+            let d = Direction::between(from, to);
             if from != to {
                 limits.check(d, x.at)?;
             }
@@ -232,7 +223,7 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
 
     /// Whether `tenant` is a VM (has a guest page table and an EPT).
     pub fn is_vm(&self, tenant: u16) -> bool {
-        self.m.space().tenants().get(tenant as usize).is_some_and(|t| t.guest.is_some())
+        self.m.is_vm(tenant)
     }
 
     /// Tenants of the run (numbered from 0).
@@ -279,7 +270,7 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
     /// on, every EPT dirty bit the MMU sets is logged in the vCPU's buffer, guest
     /// page-table accesses included (machine module `vmx`). Ignored for a process.
     pub fn set_pml(&mut self, tenant: u16, on: bool) {
-        if self.m.space().tenants()[tenant as usize].guest.is_some() {
+        if self.m.is_vm(tenant) {
             self.m.vmx.set_pml(tenant, on);
         }
     }
