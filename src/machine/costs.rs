@@ -61,6 +61,17 @@ pub struct CostConfig {
     /// Hypervisor work per PML entry drained at an exit (read the address, set the
     /// dirty bitmap), in ns (assumption).
     pub pml_drain_ns_per_entry: f64,
+    /// Software work of finding a page's leaf entry through the reverse map to test
+    /// (and clear) its Accessed bit, in ns, besides the reference to the entry itself:
+    /// Linux's `folio_referenced` for reclaim, DAMON's physical-address access checks
+    /// (an assumption: an anon_vma lookup and a `page_vma_mapped_walk` of one
+    /// mapping, a few hundred ns).
+    pub rmap_walk_ns: f64,
+    /// Whether clearing an Accessed bit through the reverse map also flushes the
+    /// page's translation (a shootdown). Off by default, as on x86, whose
+    /// `ptep_clear_flush_young` does not flush: a page whose translation stays cached
+    /// is then not seen accessed again until it leaves the TLBs. On, as on arm64.
+    pub flush_on_clear_young: bool,
 }
 
 impl Default for CostConfig {
@@ -81,6 +92,8 @@ impl Default for CostConfig {
             ept_violation_ns: 1500.0,
             write_protect_ns: 1500.0,
             pml_drain_ns_per_entry: 5.0,
+            rmap_walk_ns: 250.0,
+            flush_on_clear_young: false,
         }
     }
 }
@@ -97,6 +110,7 @@ impl CostConfig {
             ("ept_violation_ns", self.ept_violation_ns),
             ("write_protect_ns", self.write_protect_ns),
             ("pml_drain_ns_per_entry", self.pml_drain_ns_per_entry),
+            ("rmap_walk_ns", self.rmap_walk_ns),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 anyhow::bail!("machine.costs.{name}: must be a non-negative number, got {v}");

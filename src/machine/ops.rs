@@ -515,6 +515,31 @@ impl<R: Redirect> Machine<R> {
         Ok(())
     }
 
+    /// Tests and clears the Accessed bit of `page`'s leaf entry, found through the
+    /// reverse map, on the executor's clock (Linux's `folio_referenced` as reclaim
+    /// calls it): `rmap_walk_ns`, the entry's read through the caches and
+    /// `scan_pte_cycles`, and a write of the line when the bit was set. There is no
+    /// TLB flush (x86's `ptep_clear_flush_young` does not flush), so a translation
+    /// still cached keeps later accesses from setting the bit again until it leaves
+    /// the TLB, as on the hardware — unless `machine.costs.flush_on_clear_young` asks
+    /// for a shootdown of the page. Returns whether the bit was set.
+    pub(crate) fn test_and_clear_young(&mut self, x: &mut Exec, page: PageRef) -> Result<bool, MechError> {
+        let m = self.mapped(page)?;
+        self.cpu_ns(x, self.cfg.costs.rmap_walk_ns);
+        self.pte_access(x, page.tenant, m.slot, false);
+        self.cpu(x, self.cfg.costs.scan_pte_cycles);
+        self.stats.ptes_scanned += 1;
+        let young = m.entry & ACCESSED != 0;
+        if young {
+            *self.space.entry_mut(page.tenant, m.slot) &= !ACCESSED;
+            self.pte_access(x, page.tenant, m.slot, true);
+            if self.cfg.costs.flush_on_clear_young {
+                self.shootdown(x, Shootdown::Page { page: PageRef::new(page.tenant, m.addr), huge: m.huge });
+            }
+        }
+        Ok(young)
+    }
+
     /// Scans up to `max` leaf PTEs of `tenant` in `range` of its managed space, in
     /// address order, on the executor's clock: each entry is read through
     /// the caches and costs `scan_pte_cycles`; with `clear`, an entry found Accessed
@@ -559,7 +584,7 @@ impl<R: Redirect> Machine<R> {
     /// marked or the leaves met span 8 × `bytes` of addresses; one TLB-flush round
     /// then covers the window. Returns where the next window starts (`None`: the end
     /// of the address space was reached), the pages marked and the leaves met.
-    pub(crate) fn mark_hinting(&mut self, x: &mut Exec, tenant: u16, from: u64, bytes: u64, skip: Option<TierId>) -> (Option<u64>, u64, u64) {
+    pub(crate) fn mark_hinting(&mut self, x: &mut Exec, tenant: u16, from: u64, bytes: u64, skip: Option<TierId>, f: &mut impl FnMut(PageInfo)) -> (Option<u64>, u64, u64) {
         // Holes between mappings cost nothing (Linux walks the mapped areas): the span
         // counts from the first page at or after `from`.
         let mut first = None;
@@ -596,6 +621,7 @@ impl<R: Redirect> Machine<R> {
                 *self.space.entry_mut(tenant, slot) |= POISONED;
                 self.leaf_changed(x, &p, slot, is_vm);
                 marked += 1;
+                f(p);
             }
         }
         self.stats.ptes_scanned += pages.len() as u64;

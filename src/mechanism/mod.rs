@@ -488,17 +488,26 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
     /// tier `skip` are marked until `bytes` of them are, or the leaves met span
     /// 8 × `bytes`; one TLB-flush round ends the window. A marked page's next TLB miss
     /// takes a fault of `machine.costs.poison_fault_ns` ([`FaultKind::Poison`]); the
-    /// fault handler clears the mark with [`Mechanisms::unpoison`].
+    /// fault handler clears the mark with [`Mechanisms::unpoison`]. `f` is called with
+    /// each page marked (Linux 6.x's tiering mode records the time there).
     ///
     /// [`FaultKind::Poison`]: crate::machine::FaultKind::Poison
-    pub fn mark_hinting(&mut self, tenant: u16, from: u64, bytes: u64, skip: Option<TierId>) -> Result<HintWindow, MechError> {
+    pub fn mark_hinting(&mut self, tenant: u16, from: u64, bytes: u64, skip: Option<TierId>, mut f: impl FnMut(PageInfo)) -> Result<HintWindow, MechError> {
         if tenant >= self.tenants() {
             return Err(MechError::NoSuchTenant { tenant });
         }
         Ok(self.run(|m, _, x| {
-            let (next, marked, leaves) = m.mark_hinting(x, tenant, from, bytes, skip);
+            let (next, marked, leaves) = m.mark_hinting(x, tenant, from, bytes, skip, &mut f);
             HintWindow { next, marked, leaves }
         }))
+    }
+
+    /// Tests and clears the Accessed bit of `page`, now, on this executor's clock, as
+    /// reclaim does through the reverse map (`folio_referenced`): it costs
+    /// `machine.costs.rmap_walk_ns` plus the entry's reference, and flushes no TLB.
+    /// Returns whether the page was accessed since the bit was last cleared.
+    pub fn test_and_clear_young(&mut self, page: PageRef) -> Result<bool, MechError> {
+        self.run(|m, _, x| m.test_and_clear_young(x, page))
     }
 
     /// Scans the leaf PTEs in `scope` now, on this executor's clock: calls `f` with
@@ -612,7 +621,7 @@ impl Mechanisms<'_, Remap> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 #[cfg(test)]
 mod copy_tests;

@@ -17,6 +17,19 @@ pub enum Which {
     Active = 1,
 }
 
+/// What reclaim does with a page from the inactive list's tail, from its references
+/// (mm/vmscan.c `folio_check_references`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Referenced again while marked: to the active list's head.
+    Activate,
+    /// Referenced once: marked, and rotated to the inactive list's head for another
+    /// trip.
+    Keep,
+    /// Not referenced: reclaim it (with memory tiering, demote it).
+    Reclaim,
+}
+
 /// Where a page is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Place {
@@ -136,6 +149,27 @@ impl LruLists {
         false
     }
 
+    /// Reclaim's decision on an inactive page whose Accessed bit was `young` when
+    /// tested (Linux's `folio_check_references` for a page with one mapping): the
+    /// referenced mark is tested and cleared; a young page is marked again and
+    /// activated if it was marked already, else kept on the inactive list (rotated to
+    /// its head); a page that is not young is to be reclaimed. The lists are updated
+    /// for the first two; a page to reclaim stays where it is until it has moved.
+    pub fn check_references(&mut self, page: u64, young: bool) -> Verdict {
+        let n = self.node(page);
+        let was = std::mem::replace(&mut n.referenced, young);
+        if !young {
+            return Verdict::Reclaim;
+        }
+        if was {
+            self.push_head(page, Which::Active);
+            Verdict::Activate
+        } else {
+            self.push_head(page, Which::Inactive);
+            Verdict::Keep
+        }
+    }
+
     /// The least recent page of `which`, if any.
     pub fn tail(&self, which: Which) -> Option<u64> {
         match self.tail[which as usize] {
@@ -188,6 +222,29 @@ impl LruLists {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reclaim_gives_a_young_page_a_second_trip_and_activates_it_on_the_next() {
+        let mut l = LruLists::new();
+        for p in [1, 2, 3] {
+            l.add(p);
+        }
+        // Inactive, head to tail: 3 2 1. Page 1 young and unmarked: marked, rotated.
+        assert_eq!(l.check_references(1, true), Verdict::Keep);
+        assert_eq!(l.iter(Which::Inactive).collect::<Vec<_>>(), vec![1, 3, 2]);
+        assert!(l.is_referenced(1));
+        // Young again on its next trip: active, still marked (folio_set_referenced).
+        assert_eq!(l.check_references(1, true), Verdict::Activate);
+        assert_eq!(l.place(1), Place::On(Which::Active));
+        assert!(l.is_referenced(1));
+        // Not young: reclaim, the mark cleared, the page left in place.
+        assert_eq!(l.check_references(2, false), Verdict::Reclaim);
+        assert_eq!(l.tail(Which::Inactive), Some(2));
+        // A marked page that is not young loses its mark and is reclaimed.
+        l.referenced(3);
+        assert_eq!(l.check_references(3, false), Verdict::Reclaim);
+        assert!(!l.is_referenced(3));
+    }
 
     #[test]
     fn two_references_activate_aging_deactivates() {

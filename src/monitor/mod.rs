@@ -26,7 +26,7 @@ pub mod tracker;
 pub mod watermarks;
 
 pub use buckets::{degree, hottest, sort_by_degree};
-pub use lists::{LruLists, Place, Which};
+pub use lists::{LruLists, Place, Verdict, Which};
 pub use pacer::{Pacer, PacerReport, Period};
 pub use queue::{Filtered, MultiLevelQueue};
 pub use tracker::Tracker;

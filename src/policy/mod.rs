@@ -25,6 +25,7 @@ pub mod params;
 pub mod rainbow;
 pub mod registry;
 pub mod thermostat;
+pub mod tiering;
 
 use crate::machine::placement::Placement;
 use crate::machine::{MachineInfo, NoRedirect, Observer, Redirect, RefOutcome};

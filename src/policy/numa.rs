@@ -193,7 +193,7 @@ impl NumaBalancing {
     fn scan(&mut self, tenant: u16, mech: &mut Mechanisms) {
         let skip = self.cfg.single_threaded.then_some(TierId::FAST);
         let from = self.scanners[tenant as usize].offset;
-        let Ok(w) = mech.mark_hinting(tenant, from, self.window_bytes, skip) else { return };
+        let Ok(w) = mech.mark_hinting(tenant, from, self.window_bytes, skip, |_| {}) else { return };
         let resident: u64 = (0..2).map(|t| mech.tenant_frames(tenant, TierId(t))).sum::<u64>() << 12;
         let windows = resident.div_ceil(self.window_bytes).max(1);
         let floor = self.ms(1000.0 * self.window_bytes as f64 / (1 << 20) as f64 / MAX_SCAN_MB_PER_S);

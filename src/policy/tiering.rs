@@ -1,0 +1,848 @@
+//! What Linux does with a CPU-less slow node today: NUMA balancing's memory-tiering
+//! mode (`linux-tiering`, `kernel.numa_balancing = 2`, Linux 6.x) and Transparent Page
+//! Placement (`tpp`, Maruf et al., ASPLOS'23, as its patch series posted to linux-mm
+//! in November 2021). Both promote on NUMA hinting faults and demote through kswapd's
+//! reclaim of the fast node's LRU lists; they differ in which faulting pages they
+//! promote and in when kswapd runs.
+//!
+//! Shared by both:
+//! - **Allocation** prefers the fast node and falls back to the slow one below the
+//!   fast node's low watermark (first touch with `FastReserve::LinuxLow`). A new page
+//!   starts on its node's inactive list (anonymous pages since Linux 5.9).
+//! - **Scanning** (`task_numa_work`, kernel/sched/fair.c): each task marks one window
+//!   of `scan_size_mb` of its pages inaccessible every scan period, on its own core
+//!   ([`Mechanisms::mark_hinting`]). Pages on the fast node are skipped: with
+//!   `NUMA_BALANCING_NORMAL` off, `change_pte_range` (mm/mprotect.c) leaves the top
+//!   tier alone, and TPP's patch 2/5 does the same. The scan period stays at its
+//!   initial `scan_delay_ms`: `task_numa_fault` returns before any statistics for a
+//!   fault on a slow-node page in tiering mode, so `update_task_scan_period` never
+//!   runs.
+//! - **Promotion** in the hinting fault, on the faulting core (`do_numa_page` →
+//!   `migrate_misplaced_folio`): only if the fast node keeps its high watermark free
+//!   after the page (`migrate_balanced_pgdat`); if not, the migration fails and the
+//!   fast node's kswapd is woken.
+//! - **Demotion** by kswapd, a kernel thread (mm/vmscan.c `balance_pgdat`, with
+//!   `demotion_enabled`): in batches of `SWAP_CLUSTER_MAX` pages it deactivates the
+//!   active list's tail while the inactive list is low (`inactive_is_low`), and takes
+//!   pages from the inactive list's tail: each page's Accessed bit is tested and
+//!   cleared through the reverse map ([`Mechanisms::test_and_clear_young`]) and
+//!   `folio_check_references` decides — activate, keep for another trip, or demote to
+//!   the slow node (a migration on kswapd's clock). It stops when the fast node's free
+//!   frames reach its target watermark.
+//!
+//! `linux-tiering` (kernel/sched/fair.c `should_numa_migrate_memory`, 6.x): a
+//! faulting slow page is promoted if the fast node has plenty of room
+//! (`pgdat_free_space_enough`: the promotion watermark plus max(1 GiB, 1/16 of the
+//! node) free), or else if its hint-fault latency — the time from the scan that
+//! marked it to the fault — is under the hot threshold and the promotion rate limit
+//! has room in the current second (`numa_promotion_rate_limit`). The threshold is
+//! adjusted once per `scan_period_max_ms` to keep the candidates near the rate limit
+//! (`numa_promotion_adjust_threshold`). kswapd is woken only by failed promotions
+//! (allocations fall back to the slow node without waking it) and reclaims up to the
+//! promotion watermark (`WMARK_PROMO`, high + the watermark distance).
+//!
+//! `tpp`: a faulting slow page is promoted only if it is on the active list; an
+//! inactive one is marked accessed instead (`mark_page_accessed`: two such faults
+//! activate it), TPP's patch 5/5 "active LRU-based promotion to avoid ping-pong".
+//! kswapd is woken whenever the fast node's free frames are under the demotion
+//! watermark (`WMARK_DEMOTE`, `demote_scale_factor` / 10000 of the node, at least
+//! twice the high watermark; patch 3/5 checks it after every allocation and on every
+//! scheduler tick) and reclaims up to it, so demotion runs ahead of allocation.
+
+use super::{FastReserve, Policy, PolicyReport, Requirements};
+use crate::machine::{FaultEvent, FaultKind, MachineInfo, Observer, PageRef, RefOutcome, TierId};
+use crate::mechanism::{Job, JobDone, Mechanisms, Op, ThreadId, ThreadKind};
+use crate::monitor::{LruLists, Place, Verdict, Watermarks, Which};
+use crate::params;
+use crate::trace::Access;
+use serde::Serialize;
+use serde_json::json;
+
+params! {
+    /// Parameters of NUMA balancing's memory-tiering mode (Linux 6.x sysctls, named
+    /// and defaulted as there).
+    pub struct LinuxTieringConfig {
+        /// kernel.numa_balancing_scan_delay_ms: from the task's start to its first
+        /// window, and the period between windows (fixed in tiering mode, see the
+        /// module documentation).
+        pub scan_delay_ms: f64 = 1000.0,
+        /// kernel.numa_balancing_scan_size_mb: pages marked per window, in MiB.
+        pub scan_size_mb: f64 = 256.0,
+        /// kernel.numa_balancing_scan_period_max_ms: the period of the hot threshold's
+        /// adjustment (`numa_promotion_adjust_threshold` uses it as `th_period`).
+        pub scan_period_max_ms: f64 = 60000.0,
+        /// kernel.numa_balancing_hot_threshold_ms: a page faulting within this long of
+        /// being marked is hot; the adjusted threshold stays within 1/8 and twice it.
+        pub hot_threshold_ms: f64 = 1000.0,
+        /// kernel.numa_balancing_promote_rate_limit_MBps: promotion candidates per
+        /// second, in MiB/s (the kernel's default, 65536).
+        pub promote_rate_limit_mbps: f64 = 65536.0,
+        /// vm.watermark_scale_factor: the distance between the fast node's watermarks
+        /// in 1/10000 of its capacity.
+        pub watermark_scale_factor: u64 = 10,
+        /// /sys/kernel/mm/numa/demotion_enabled: kswapd demotes to the slow node (off:
+        /// nothing leaves the fast node, promotions stop once it is full).
+        pub demotion_enabled: bool = true,
+    }
+}
+
+params! {
+    /// Parameters of Transparent Page Placement (TPP's patch series; scanning as
+    /// NUMA balancing's, with the kernel's defaults).
+    pub struct TppConfig {
+        /// kernel.numa_balancing_scan_delay_ms: from the task's start to its first
+        /// window, and the period between windows.
+        pub scan_delay_ms: f64 = 1000.0,
+        /// kernel.numa_balancing_scan_size_mb: pages marked per window, in MiB.
+        pub scan_size_mb: f64 = 256.0,
+        /// vm.demote_scale_factor: kswapd demotes while the fast node has less than
+        /// this many 1/10000 of its capacity free (TPP §5.2 and patch 3/5: 200, 2 %).
+        pub demote_scale_factor: u64 = 200,
+        /// vm.watermark_scale_factor: the distance between the fast node's watermarks
+        /// in 1/10000 of its capacity.
+        pub watermark_scale_factor: u64 = 10,
+    }
+}
+
+/// `SWAP_CLUSTER_MAX`: pages reclaim isolates at a time.
+const SWAP_CLUSTER_MAX: u64 = 32;
+/// `NUMA_MIGRATION_ADJUST_STEPS`: the threshold moves by 2/16 of the default.
+const ADJUST_STEPS: u64 = 16;
+/// Scheduler tick (`HZ` = 250) at which TPP checks the fast node's balance.
+const TICK_MS: f64 = 4.0;
+const KSWAPD: ThreadId = ThreadId(0);
+
+/// The hot threshold of `numa_promotion_adjust_threshold`, with its window of
+/// promotion candidates.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HotThreshold {
+    /// The adjusted threshold in ms (0: the default is in force).
+    pub threshold_ms: u64,
+    /// Start of the current adjustment window, in ms.
+    start_ms: u64,
+    /// Candidates counted before the window began.
+    candidates_at_start: u64,
+    pub adjustments: u64,
+}
+
+impl HotThreshold {
+    /// The threshold in force, given the default `default_ms`.
+    pub fn current(&self, default_ms: u64) -> u64 {
+        if self.threshold_ms == 0 {
+            default_ms
+        } else {
+            self.threshold_ms
+        }
+    }
+
+    /// `numa_promotion_adjust_threshold` at `now_ms`, once per `period_ms`: with
+    /// `candidates` counted so far and a rate limit of `limit_pages` per second, the
+    /// window expects `limit_pages × period_ms / 1000` candidates; more than 11/10 of
+    /// that lowers the threshold by one step (2/16 of the default, not below one
+    /// step), fewer than 9/10 raises it (not above twice the default).
+    pub fn adjust(&mut self, now_ms: u64, period_ms: u64, candidates: u64, limit_pages: u64, default_ms: u64) {
+        if now_ms.saturating_sub(self.start_ms) <= period_ms {
+            return;
+        }
+        self.start_ms = now_ms;
+        let expected = limit_pages.saturating_mul(period_ms) / 1000;
+        let seen = candidates - self.candidates_at_start;
+        let unit = (default_ms * 2 / ADJUST_STEPS).max(1);
+        let mut th = self.current(default_ms);
+        if seen > expected.saturating_mul(11) / 10 {
+            th = th.saturating_sub(unit).max(unit);
+        } else if seen < expected.saturating_mul(9) / 10 {
+            th = (th + unit).min(default_ms * 2);
+        }
+        self.candidates_at_start = candidates;
+        self.threshold_ms = th;
+        self.adjustments += 1;
+    }
+}
+
+/// `numa_promotion_rate_limit`: promotion candidates counted in windows of one
+/// second; once a window has seen `limit` pages, the rest of it promotes none.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CandidateLimit {
+    /// Candidates counted over the run (`PGPROMOTE_CANDIDATE`).
+    pub candidates: u64,
+    start_ms: u64,
+    at_start: u64,
+}
+
+impl CandidateLimit {
+    /// Counts `pages` candidates at `now_ms`; true if the window's limit is reached
+    /// (the page is not promoted).
+    pub fn limited(&mut self, now_ms: u64, pages: u64, limit: u64) -> bool {
+        self.candidates += pages;
+        if now_ms.saturating_sub(self.start_ms) > 1000 {
+            self.start_ms = now_ms;
+            self.at_start = self.candidates;
+        }
+        self.candidates - self.at_start >= limit
+    }
+}
+
+/// `inactive_is_low` for anonymous pages: the inactive list is low when
+/// `inactive × ratio < active`, the ratio being √(10 × the lists' size in GiB)
+/// (1 under 1 GiB).
+pub fn inactive_is_low(inactive: u64, active: u64) -> bool {
+    let gib = (inactive + active) >> 18;
+    let ratio = if gib == 0 { 1 } else { ((10 * gib) as f64).sqrt() as u64 };
+    inactive * ratio < active
+}
+
+/// The fast node's watermarks as the two policies use them, in free frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct FastMarks {
+    /// A promotion needs `high` frames free after it (`migrate_balanced_pgdat`).
+    pub high: u64,
+    /// kswapd reclaims until this many frames are free; TPP also wakes it below.
+    pub target: u64,
+    /// `pgdat_free_space_enough`: above this, every hot-looking page is promoted
+    /// (tiering mode only; `u64::MAX` for TPP).
+    pub plenty: u64,
+}
+
+impl FastMarks {
+    /// Tiering mode's: kswapd balances the node to `WMARK_PROMO` = high + the
+    /// watermark distance (mm/page_alloc.c `__setup_per_zone_wmarks`).
+    pub fn tiering(capacity: u64, scale_factor: u64) -> FastMarks {
+        let w = Watermarks::linux(capacity, Watermarks::linux_min(capacity), scale_factor);
+        let promo = w.high + (w.high - w.low);
+        FastMarks { high: w.high, target: promo, plenty: promo + (1u64 << 18).max(capacity >> 4) }
+    }
+
+    /// TPP's: `WMARK_DEMOTE` = `demote_scale_factor` / 10000 of the node, at least
+    /// twice the high watermark and at most the node.
+    pub fn tpp(capacity: u64, scale_factor: u64, demote_scale_factor: u64) -> FastMarks {
+        let w = Watermarks::linux(capacity, Watermarks::linux_min(capacity), scale_factor);
+        let demote = (capacity * demote_scale_factor / 10_000).max(2 * w.high).min(capacity);
+        FastMarks { high: w.high, target: demote, plenty: u64::MAX }
+    }
+}
+
+/// Which of the two kernels runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Tiering,
+    Tpp,
+}
+
+/// One task's scanner.
+#[derive(Clone, Debug, Default)]
+struct Scanner {
+    offset: u64,
+    next_scan: u64,
+    windows: u64,
+    passes: u64,
+    marked: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+struct Totals {
+    hint_faults: u64,
+    /// Faults on pages already on the fast node (marked before they were promoted).
+    fast_faults: u64,
+    promoted: u64,
+    /// Not promoted: hint-fault latency at or above the threshold.
+    too_slow: u64,
+    /// Not promoted: the rate limit's window was used up.
+    rate_limited: u64,
+    /// Not promoted (TPP): inactive, marked accessed instead.
+    inactive: u64,
+    /// Promotion failed: the fast node would have fallen under its high watermark.
+    no_room: u64,
+    demoted: u64,
+    /// Demotions that failed (the slow node full, a rate limit).
+    demote_failed: u64,
+    kswapd_wakeups: u64,
+    kswapd_batches: u64,
+    /// Accessed bits tested by reclaim through the reverse map.
+    young_checks: u64,
+    activated: u64,
+    deactivated: u64,
+}
+
+/// The state both policies share; see the module documentation.
+struct Kernel {
+    kind: Kind,
+    /// Tiering mode's promotion rule (`None` for TPP).
+    tiering: Option<TieringParams>,
+    scan_delay: u64,
+    window_bytes: u64,
+    cycles_per_ms: f64,
+    marks: FastMarks,
+    demotion: bool,
+    scanners: Vec<Scanner>,
+    /// Per tier (fast, slow): the node's lists, of page numbers.
+    lists: [LruLists; 2],
+    /// The page each page number is (tenant, address).
+    pages: Vec<Option<PageRef>>,
+    /// When each page was last marked by a scan, in cycles.
+    marked_at: Vec<u64>,
+    /// First touches and hinting faults waiting for the reference to finish.
+    new_pages: Vec<(u64, PageRef)>,
+    hints: Vec<(u64, PageRef)>,
+    kswapd_running: bool,
+    idle_checks: u64,
+    next_tick: u64,
+    tick: u64,
+    threshold: HotThreshold,
+    limit: CandidateLimit,
+    totals: Totals,
+}
+
+impl Kernel {
+    fn new(kind: Kind, scan_delay_ms: f64, scan_size_mb: f64, marks: FastMarks, demotion: bool, m: &MachineInfo, policy: &str) -> anyhow::Result<Kernel> {
+        if !m.has(TierId::SLOW) {
+            anyhow::bail!("policy.{policy}: needs a slow tier");
+        }
+        for (key, v) in [("scan_delay_ms", scan_delay_ms), ("scan_size_mb", scan_size_mb)] {
+            if !(v.is_finite() && v > 0.0) {
+                anyhow::bail!("policy.{policy}.{key}: must be a positive number, got {v}");
+            }
+        }
+        let cycles_per_ms = m.freq_ghz * 1e6;
+        let scan_delay = ((scan_delay_ms * cycles_per_ms).round() as u64).max(1);
+        let window_bytes = ((scan_size_mb * (1 << 20) as f64) as u64).max(4096);
+        Ok(Kernel {
+            kind,
+            tiering: None,
+            scan_delay,
+            window_bytes,
+            cycles_per_ms,
+            marks,
+            demotion,
+            scanners: (0..m.tenants).map(|_| Scanner { next_scan: scan_delay, ..Scanner::default() }).collect(),
+            lists: [LruLists::new(), LruLists::new()],
+            pages: Vec::new(),
+            marked_at: Vec::new(),
+            new_pages: Vec::new(),
+            hints: Vec::new(),
+            kswapd_running: false,
+            idle_checks: 0,
+            next_tick: 0,
+            tick: ((TICK_MS * cycles_per_ms) as u64).max(1),
+            threshold: HotThreshold::default(),
+            limit: CandidateLimit::default(),
+            totals: Totals::default(),
+        })
+    }
+
+    fn ms(&self, cycles: u64) -> u64 {
+        (cycles as f64 / self.cycles_per_ms) as u64
+    }
+
+    fn record(&mut self, n: u64, page: PageRef) {
+        let i = n as usize;
+        if i >= self.pages.len() {
+            self.pages.resize(i + 1, None);
+            self.marked_at.resize(i + 1, 0);
+        }
+        self.pages[i] = Some(page);
+    }
+
+    fn observe(&mut self, e: &FaultEvent) {
+        let page = PageRef::new(e.tenant, e.addr);
+        match e.kind {
+            FaultKind::FirstTouch => self.new_pages.push((e.page, page)),
+            FaultKind::Poison => self.hints.push((e.page, page)),
+        }
+    }
+
+    /// Moves page `n` from one node's lists to the other's, on the same list.
+    fn moved(&mut self, n: u64, to: TierId) {
+        let (from, to) = (1 - to.index(), to.index());
+        let which = match self.lists[from].place(n) {
+            Place::On(w) => w,
+            Place::Off => Which::Inactive,
+        };
+        self.lists[from].remove(n);
+        self.lists[to].push_head(n, which);
+    }
+
+    /// Wakes kswapd if it sleeps.
+    fn wake_kswapd(&mut self, mech: &mut Mechanisms) {
+        if self.kswapd_running || !self.demotion {
+            return;
+        }
+        if submit_batch(mech) {
+            self.kswapd_running = true;
+            self.idle_checks = 0;
+            self.totals.kswapd_wakeups += 1;
+        }
+    }
+
+    /// The hinting fault's handler (`do_numa_page`) for page `n`, on the faulting core.
+    fn handle(&mut self, n: u64, page: PageRef, mech: &mut Mechanisms) {
+        let Ok(info) = mech.page(page) else { return };
+        let _ = mech.unpoison(page);
+        self.totals.hint_faults += 1;
+        if info.tier == TierId::FAST {
+            self.totals.fast_faults += 1;
+            return;
+        }
+        let pages = info.base_pages();
+        let go = match self.kind {
+            Kind::Tpp => {
+                if self.lists[1].place(n) == Place::On(Which::Active) {
+                    true
+                } else {
+                    self.lists[1].referenced(n);
+                    self.totals.inactive += 1;
+                    false
+                }
+            }
+            Kind::Tiering => self.hot(n, pages, mech),
+        };
+        if !go {
+            return;
+        }
+        if mech.fast_room(page.tenant) < self.marks.high + pages {
+            self.totals.no_room += 1;
+            self.wake_kswapd(mech);
+            return;
+        }
+        if mech.migrate(page, TierId::FAST).is_ok() {
+            self.totals.promoted += 1;
+            self.moved(n, TierId::FAST);
+        } else {
+            self.totals.no_room += 1;
+        }
+    }
+
+    /// `should_numa_migrate_memory` for slow page `n` of `pages` frames in tiering
+    /// mode: plenty of room promotes (and resets the threshold); otherwise the
+    /// threshold is adjusted, and a page marked too long ago or over the rate limit
+    /// stays.
+    fn hot(&mut self, n: u64, pages: u64, mech: &mut Mechanisms) -> bool {
+        let Some(t) = self.tiering else { return true };
+        if mech.free_frames(TierId::FAST) >= self.marks.plenty {
+            self.threshold.threshold_ms = 0;
+            return true;
+        }
+        let now_ms = self.ms(mech.now());
+        self.threshold.adjust(now_ms, t.period_ms, self.limit.candidates, t.limit_pages, t.hot_ms);
+        let latency = now_ms.saturating_sub(self.ms(self.marked_at[n as usize]));
+        if latency >= self.threshold.current(t.hot_ms) {
+            self.totals.too_slow += 1;
+            return false;
+        }
+        if self.limit.limited(now_ms, pages, t.limit_pages) {
+            self.totals.rate_limited += 1;
+            return false;
+        }
+        true
+    }
+
+    /// `task_numa_work` for `tenant`, on its core: one window, fast pages skipped,
+    /// each page marked stamped with the time.
+    fn scan(&mut self, tenant: u16, mech: &mut Mechanisms) {
+        let now = mech.now();
+        let from = self.scanners[tenant as usize].offset;
+        let marked_at = &mut self.marked_at;
+        let Ok(w) = mech.mark_hinting(tenant, from, self.window_bytes, Some(TierId::FAST), |p| {
+            if let Some(t) = marked_at.get_mut(p.page as usize) {
+                *t = now;
+            }
+        }) else {
+            return;
+        };
+        let s = &mut self.scanners[tenant as usize];
+        s.windows += 1;
+        s.marked += w.marked;
+        match w.next {
+            Some(next) => s.offset = next,
+            None => {
+                s.offset = 0;
+                s.passes += 1;
+            }
+        }
+        s.next_scan = mech.now() + self.scan_delay;
+    }
+
+    fn on_reference(&mut self, a: &Access, mech: &mut Mechanisms) {
+        if !self.new_pages.is_empty() {
+            for (n, page) in std::mem::take(&mut self.new_pages) {
+                let Ok(info) = mech.page(page) else { continue };
+                self.record(n, page);
+                self.lists[info.tier.index().min(1)].add(n);
+            }
+        }
+        if !self.hints.is_empty() {
+            for (n, page) in std::mem::take(&mut self.hints) {
+                self.handle(n, page, mech);
+            }
+        }
+        let now = mech.now();
+        if now >= self.scanners[a.tenant as usize].next_scan {
+            self.scan(a.tenant, mech);
+        }
+        if self.kind == Kind::Tpp && now >= self.next_tick {
+            self.next_tick = now + self.tick;
+            if mech.free_frames(TierId::FAST) < self.marks.target {
+                self.wake_kswapd(mech);
+            }
+        }
+    }
+
+    /// One batch of kswapd's reclaim on the fast node, on its clock; true if it goes
+    /// on.
+    fn reclaim_batch(&mut self, mech: &mut Mechanisms) -> bool {
+        self.totals.kswapd_batches += 1;
+        let fast = 0;
+        if inactive_is_low(self.lists[fast].len(Which::Inactive), self.lists[fast].len(Which::Active)) {
+            // shrink_active_list: anonymous pages are deactivated whether referenced
+            // or not; their Accessed bits are cleared on the way.
+            for _ in 0..SWAP_CLUSTER_MAX {
+                let Some(n) = self.lists[fast].tail(Which::Active) else { break };
+                if let Some(page) = self.pages[n as usize] {
+                    self.totals.young_checks += 1;
+                    let _ = mech.test_and_clear_young(page);
+                }
+                self.lists[fast].push_head(n, Which::Inactive);
+                self.totals.deactivated += 1;
+            }
+        }
+        let mut progress = false;
+        for _ in 0..SWAP_CLUSTER_MAX.min(self.lists[fast].len(Which::Inactive)) {
+            let Some(n) = self.lists[fast].tail(Which::Inactive) else { break };
+            let Some(page) = self.pages[n as usize] else {
+                self.lists[fast].remove(n);
+                continue;
+            };
+            self.totals.young_checks += 1;
+            let Ok(young) = mech.test_and_clear_young(page) else {
+                self.lists[fast].remove(n);
+                continue;
+            };
+            match self.lists[fast].check_references(n, young) {
+                Verdict::Activate => self.totals.activated += 1,
+                Verdict::Keep => {}
+                Verdict::Reclaim => {
+                    if mech.migrate(page, TierId::SLOW).is_ok() {
+                        self.totals.demoted += 1;
+                        self.moved(n, TierId::SLOW);
+                        progress = true;
+                    } else {
+                        self.totals.demote_failed += 1;
+                        self.lists[fast].push_head(n, Which::Inactive);
+                    }
+                }
+            }
+            if mech.free_frames(TierId::FAST) >= self.marks.target {
+                break;
+            }
+        }
+        // kswapd gives up when it has gone twice over the node's lists without
+        // freeing anything (a young page needs two trips to be found idle), as
+        // `balance_pgdat` fails after scanning down to its lowest priority; it sleeps
+        // until it is woken again.
+        let lists = self.lists[fast].len(Which::Inactive) + self.lists[fast].len(Which::Active);
+        self.idle_checks = if progress { 0 } else { self.idle_checks + SWAP_CLUSTER_MAX };
+        mech.free_frames(TierId::FAST) < self.marks.target && lists > 0 && self.idle_checks <= 2 * lists && submit_batch(mech)
+    }
+
+    fn on_job_done(&mut self, mech: &mut Mechanisms) {
+        self.kswapd_running = self.reclaim_batch(mech);
+    }
+
+    fn report(&self, out: &mut PolicyReport) {
+        out.insert("tiering".into(), json!(self.totals));
+        let per_tenant: Vec<_> = self.scanners.iter().map(|s| json!({ "windows": s.windows, "passes": s.passes, "pages_marked": s.marked })).collect();
+        out.insert("scanners".into(), json!(per_tenant));
+        out.insert("fast_watermarks".into(), json!(self.marks));
+        if let Some(t) = self.tiering {
+            out.insert("hot_threshold_ms".into(), json!(self.threshold.current(t.hot_ms)));
+            out.insert("threshold_adjustments".into(), json!(self.threshold.adjustments));
+            out.insert("promotion_candidates".into(), json!(self.limit.candidates));
+        }
+        let lists = |l: &LruLists| json!({ "active": l.len(Which::Active), "inactive": l.len(Which::Inactive) });
+        out.insert("lru_pages".into(), json!({ "fast": lists(&self.lists[0]), "slow": lists(&self.lists[1]) }));
+    }
+}
+
+/// Queues one batch of reclaim on kswapd's thread.
+fn submit_batch(mech: &mut Mechanisms) -> bool {
+    let mut job = Job::new(0);
+    job.push(Op::Run);
+    mech.submit(KSWAPD, job).is_ok()
+}
+
+/// The tiering mode's promotion parameters, in ms and pages.
+#[derive(Clone, Copy, Debug)]
+struct TieringParams {
+    hot_ms: u64,
+    period_ms: u64,
+    limit_pages: u64,
+}
+
+/// NUMA balancing in memory-tiering mode (Linux 6.x).
+pub struct LinuxTiering(Kernel);
+
+/// Transparent Page Placement (ASPLOS'23).
+pub struct Tpp(Kernel);
+
+impl Observer for LinuxTiering {
+    fn on_fault(&mut self, e: &FaultEvent) {
+        self.0.observe(e);
+    }
+}
+
+impl Observer for Tpp {
+    fn on_fault(&mut self, e: &FaultEvent) {
+        self.0.observe(e);
+    }
+}
+
+fn requirements(scale_factor: u64) -> Requirements<()> {
+    Requirements { threads: vec![ThreadKind::Kernel], fast_reserve: FastReserve::LinuxLow { scale_factor }, ..Requirements::default() }
+}
+
+impl Policy for LinuxTiering {
+    type Config = LinuxTieringConfig;
+
+    fn requirements(cfg: &LinuxTieringConfig) -> Requirements<()> {
+        requirements(cfg.watermark_scale_factor)
+    }
+
+    fn new(cfg: LinuxTieringConfig, m: &MachineInfo) -> anyhow::Result<Self> {
+        for (key, v) in [("scan_period_max_ms", cfg.scan_period_max_ms), ("hot_threshold_ms", cfg.hot_threshold_ms), ("promote_rate_limit_mbps", cfg.promote_rate_limit_mbps)] {
+            if !(v.is_finite() && v > 0.0) {
+                anyhow::bail!("policy.linux-tiering.{key}: must be a positive number, got {v}");
+            }
+        }
+        let marks = FastMarks::tiering(m.tier(TierId::FAST).frames, cfg.watermark_scale_factor);
+        let mut k = Kernel::new(Kind::Tiering, cfg.scan_delay_ms, cfg.scan_size_mb, marks, cfg.demotion_enabled, m, "linux-tiering")?;
+        // The sysctl is in MB/s; the kernel shifts it by 20 − PAGE_SHIFT into pages.
+        k.tiering = Some(TieringParams { hot_ms: cfg.hot_threshold_ms.round() as u64, period_ms: cfg.scan_period_max_ms.round() as u64, limit_pages: (cfg.promote_rate_limit_mbps * 256.0) as u64 });
+        Ok(LinuxTiering(k))
+    }
+
+    #[inline]
+    fn on_reference(&mut self, a: &Access, _: &RefOutcome, mech: &mut Mechanisms) {
+        self.0.on_reference(a, mech);
+    }
+
+    fn on_job_done(&mut self, _: &JobDone, mech: &mut Mechanisms) {
+        self.0.on_job_done(mech);
+    }
+
+    fn report(&self, out: &mut PolicyReport) {
+        self.0.report(out);
+    }
+}
+
+impl Policy for Tpp {
+    type Config = TppConfig;
+
+    fn requirements(cfg: &TppConfig) -> Requirements<()> {
+        requirements(cfg.watermark_scale_factor)
+    }
+
+    fn new(cfg: TppConfig, m: &MachineInfo) -> anyhow::Result<Self> {
+        if !(1..=10_000).contains(&cfg.demote_scale_factor) {
+            anyhow::bail!("policy.tpp.demote_scale_factor: must be between 1 and 10000 (1/10000 of the fast node), got {}", cfg.demote_scale_factor);
+        }
+        let marks = FastMarks::tpp(m.tier(TierId::FAST).frames, cfg.watermark_scale_factor, cfg.demote_scale_factor);
+        Ok(Tpp(Kernel::new(Kind::Tpp, cfg.scan_delay_ms, cfg.scan_size_mb, marks, true, m, "tpp")?))
+    }
+
+    #[inline]
+    fn on_reference(&mut self, a: &Access, _: &RefOutcome, mech: &mut Mechanisms) {
+        self.0.on_reference(a, mech);
+    }
+
+    fn on_job_done(&mut self, _: &JobDone, mech: &mut Mechanisms) {
+        self.0.on_job_done(mech);
+    }
+
+    fn report(&self, out: &mut PolicyReport) {
+        self.0.report(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::{Machine, MachineConfig, TenantKind};
+    use crate::mechanism::Runtime;
+    use crate::units::Capacity;
+
+    const BASE: u64 = 0x7f00_0000_0000;
+
+    /// One core, a 4 MiB fast tier (1024 frames), a 16 MiB slow tier, 4 KiB pages.
+    fn small_machine() -> (Machine, Runtime) {
+        let mut cfg = MachineConfig { cores: 1, ..MachineConfig::default() };
+        cfg.page_table.thp = false;
+        cfg.tiers.fast.capacity = Capacity::Bytes(4 << 20);
+        cfg.tiers.slow.capacity = Capacity::Bytes(16 << 20);
+        let m = crate::mechanism::tests::build(&cfg, &[TenantKind::Process], false);
+        (m, Runtime::new(&[ThreadKind::Kernel], 1))
+    }
+
+    /// Touches page `i` through the policy's hooks, as the engine does.
+    fn touch<P: Policy>(p: &mut P, m: &mut Machine, rt: &mut Runtime, i: u64) {
+        let a = Access::read(BASE + (i << 12), 8, 0);
+        let out = m.access(0, &a, p);
+        p.on_reference(&a, &out, &mut Mechanisms::on_core(m, rt, 0));
+    }
+
+    /// Runs kswapd's jobs until it sleeps.
+    fn run_kswapd<P: Policy>(p: &mut P, m: &mut Machine, rt: &mut Runtime) {
+        while rt.threads.next_busy().is_some() {
+            if let Some(done) = rt.threads.step(m, &mut rt.limits, 0, p) {
+                p.on_job_done(&done, &mut Mechanisms::on_thread(m, rt, KSWAPD));
+            }
+        }
+    }
+
+    fn tier(m: &mut Machine, rt: &mut Runtime, i: u64) -> TierId {
+        Mechanisms::on_core(m, rt, 0).page(PageRef::new(0, BASE + (i << 12))).unwrap().tier
+    }
+
+    #[test]
+    fn tpp_demotes_the_inactive_tail_once_free_frames_fall_under_the_demotion_watermark() {
+        let (mut m, mut rt) = small_machine();
+        let mut p = Tpp::new(TppConfig::default(), m.info()).unwrap();
+        // 1024 frames (4 MiB): min_free_kbytes = √(16 × 4096) = 256 KiB, 64 frames;
+        // distance max(64 / 4, 1) = 16, high 96; WMARK_DEMOTE = max(1024 × 2 %,
+        // 2 × 96) = 192 frames.
+        assert_eq!(p.0.marks.target, 192);
+        // Touch pages until the fast tier is under the watermark (the next tick sees
+        // it and wakes kswapd).
+        let mut n = 0;
+        while Mechanisms::on_core(&mut m, &mut rt, 0).free_frames(TierId::FAST) >= 192 {
+            touch(&mut p, &mut m, &mut rt, n);
+            n += 1;
+        }
+        let free = Mechanisms::on_core(&mut m, &mut rt, 0).free_frames(TierId::FAST);
+        Mechanisms::on_core(&mut m, &mut rt, 0).compute(p.0.tick);
+        touch(&mut p, &mut m, &mut rt, n);
+        assert_eq!(p.0.totals.kswapd_wakeups, 1);
+        run_kswapd(&mut p, &mut m, &mut rt);
+        // Every page was accessed once, at its first touch, and its translation stays
+        // in the TLB: the first trip finds each young and keeps it; the second finds
+        // it idle and demotes it, oldest first, until 192 frames are free. (The page
+        // touched after the check took one more frame.)
+        let demoted = 192 - (free - 1);
+        assert_eq!(p.0.totals.demoted, demoted);
+        assert_eq!(Mechanisms::on_core(&mut m, &mut rt, 0).free_frames(TierId::FAST), 192);
+        for i in 0..=n {
+            let want = if i < demoted { TierId::SLOW } else { TierId::FAST };
+            assert_eq!(tier(&mut m, &mut rt, i), want, "page {i}");
+        }
+        assert!(!p.0.kswapd_running, "kswapd sleeps at the watermark");
+    }
+
+    #[test]
+    fn tpp_promotes_a_slow_page_only_from_the_active_list() {
+        let (mut m, mut rt) = small_machine();
+        let mut p = Tpp::new(TppConfig::default(), m.info()).unwrap();
+        touch(&mut p, &mut m, &mut rt, 0);
+        let page = PageRef::new(0, BASE);
+        Mechanisms::on_core(&mut m, &mut rt, 0).migrate(page, TierId::SLOW).unwrap();
+        p.0.moved(0, TierId::SLOW);
+        // Fault 1: inactive, not marked yet → marked accessed; fault 2: marked →
+        // activated; neither promotes. Fault 3: active → promoted.
+        for (fault, want) in [(1, TierId::SLOW), (2, TierId::SLOW), (3, TierId::FAST)] {
+            p.0.handle(0, page, &mut Mechanisms::on_core(&mut m, &mut rt, 0));
+            assert_eq!(tier(&mut m, &mut rt, 0), want, "after fault {fault}");
+        }
+        assert_eq!((p.0.totals.inactive, p.0.totals.promoted), (2, 1));
+        assert_eq!(p.0.lists[0].place(0), Place::On(Which::Active), "promoted onto the fast node's active list");
+    }
+
+    #[test]
+    fn linux_tiering_promotes_a_page_faulting_within_the_hot_threshold() {
+        let (mut m, mut rt) = small_machine();
+        let mut p = LinuxTiering::new(LinuxTieringConfig::default(), m.info()).unwrap();
+        let ms = p.0.cycles_per_ms as u64;
+        for i in 0..2 {
+            touch(&mut p, &mut m, &mut rt, i);
+            let page = PageRef::new(0, BASE + (i << 12));
+            Mechanisms::on_core(&mut m, &mut rt, 0).migrate(page, TierId::SLOW).unwrap();
+            p.0.moved(i, TierId::SLOW);
+        }
+        // A 4 MiB node never has plenty of room (1 GiB more than WMARK_PROMO): the
+        // latency decides. Page 0 was marked 500 ms before its fault, page 1 1500 ms.
+        let now = Mechanisms::on_core(&mut m, &mut rt, 0).now();
+        Mechanisms::on_core(&mut m, &mut rt, 0).compute(2000 * ms);
+        p.0.marked_at[0] = now + 1500 * ms;
+        p.0.marked_at[1] = now + 500 * ms;
+        for i in 0..2 {
+            p.0.handle(i, PageRef::new(0, BASE + (i << 12)), &mut Mechanisms::on_core(&mut m, &mut rt, 0));
+        }
+        assert_eq!(tier(&mut m, &mut rt, 0), TierId::FAST);
+        assert_eq!(tier(&mut m, &mut rt, 1), TierId::SLOW);
+        assert_eq!((p.0.totals.promoted, p.0.totals.too_slow), (1, 1));
+        assert_eq!(p.0.limit.candidates, 1, "only a page under the threshold is a candidate");
+    }
+
+    #[test]
+    fn the_hot_threshold_follows_the_candidates_against_the_rate_limit() {
+        // Default 1000 ms, steps of 2000 / 16 = 125 ms; a 60 s period at 100 pages/s
+        // expects 6000 candidates per window.
+        let mut th = HotThreshold::default();
+        th.adjust(60_000, 60_000, 9_000, 100, 1000);
+        assert_eq!(th.adjustments, 0, "not before a whole period has passed");
+        // 9000 > 6600: one step down.
+        th.adjust(60_001, 60_000, 9_000, 100, 1000);
+        assert_eq!(th.current(1000), 875);
+        // 9000 more in the next window: down again; and it never goes below a step.
+        th.adjust(120_002, 60_000, 18_000, 100, 1000);
+        assert_eq!(th.current(1000), 750);
+        for i in 0..10 {
+            th.adjust(180_003 + i * 60_001, 60_000, 18_000 + (i + 1) * 9_000, 100, 1000);
+        }
+        assert_eq!(th.current(1000), 125);
+        // Within 9/10…11/10 of the expectation (6000 ≤ 6600): unchanged.
+        let mut th = HotThreshold { threshold_ms: 500, ..HotThreshold::default() };
+        th.adjust(60_001, 60_000, 6_000, 100, 1000);
+        assert_eq!(th.current(1000), 500);
+        // Too few (5000 < 5400): up by a step, at most twice the default.
+        th.adjust(120_002, 60_000, 11_000, 100, 1000);
+        assert_eq!(th.current(1000), 625);
+        let mut th = HotThreshold { threshold_ms: 1950, ..HotThreshold::default() };
+        th.adjust(60_001, 60_000, 0, 100, 1000);
+        assert_eq!(th.current(1000), 2000);
+    }
+
+    #[test]
+    fn the_rate_limit_counts_candidates_in_one_second_windows() {
+        let mut l = CandidateLimit::default();
+        // 3 pages per window: the third candidate reaches it.
+        assert!(!l.limited(10, 1, 3));
+        assert!(!l.limited(20, 1, 3));
+        assert!(l.limited(30, 1, 3));
+        assert!(l.limited(900, 1, 3));
+        // More than a second after the window began: a new one, counting this page.
+        assert!(!l.limited(1_011, 1, 3));
+        assert_eq!(l.candidates, 5);
+    }
+
+    #[test]
+    fn watermarks_of_the_two_kernels() {
+        // 1 GiB fast node: min 1024, distance 262, high 1548; WMARK_PROMO = 1810;
+        // plenty = 1810 + max(262 144, 16 384).
+        let t = FastMarks::tiering(262_144, 10);
+        assert_eq!(t, FastMarks { high: 1548, target: 1810, plenty: 1810 + 262_144 });
+        // TPP: 2 % of 262 144 = 5242 (above 2 × high = 3096).
+        assert_eq!(FastMarks::tpp(262_144, 10, 200), FastMarks { high: 1548, target: 5242, plenty: u64::MAX });
+        // A tiny node: at least twice the high watermark, at most the node.
+        let small = FastMarks::tpp(4096, 10, 200);
+        assert_eq!(small.target, 2 * small.high);
+        assert_eq!(FastMarks::tpp(100, 10, 10_000).target, 100);
+    }
+
+    #[test]
+    fn the_inactive_list_is_low_against_a_ratio_growing_with_the_lists() {
+        // Under 1 GiB the ratio is 1.
+        assert!(inactive_is_low(10, 11));
+        assert!(!inactive_is_low(10, 10));
+        // 4 GiB (1 Mi pages): ratio ⌊√40⌋ = 6.
+        assert!(inactive_is_low(149_796, 898_780));
+        assert!(!inactive_is_low(149_796 + 1, 898_780 - 1));
+    }
+}
