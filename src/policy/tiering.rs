@@ -113,49 +113,50 @@ const TICK_MS: f64 = 4.0;
 const KSWAPD: ThreadId = ThreadId(0);
 
 /// The hot threshold of `numa_promotion_adjust_threshold`, with its window of
-/// promotion candidates.
+/// promotion candidates. Times are in any one unit (the policy uses cycles; the
+/// kernel, ms), `second` being one second in it.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct HotThreshold {
-    /// The adjusted threshold in ms (0: the default is in force).
-    pub threshold_ms: u64,
-    /// Start of the current adjustment window, in ms.
-    start_ms: u64,
+    /// The adjusted threshold (0: the default is in force).
+    pub threshold: u64,
+    /// Start of the current adjustment window.
+    start: u64,
     /// Candidates counted before the window began.
     candidates_at_start: u64,
     pub adjustments: u64,
 }
 
 impl HotThreshold {
-    /// The threshold in force, given the default `default_ms`.
-    pub fn current(&self, default_ms: u64) -> u64 {
-        if self.threshold_ms == 0 {
-            default_ms
+    /// The threshold in force, given the default.
+    pub fn current(&self, default: u64) -> u64 {
+        if self.threshold == 0 {
+            default
         } else {
-            self.threshold_ms
+            self.threshold
         }
     }
 
-    /// `numa_promotion_adjust_threshold` at `now_ms`, once per `period_ms`: with
-    /// `candidates` counted so far and a rate limit of `limit_pages` per second, the
-    /// window expects `limit_pages × period_ms / 1000` candidates; more than 11/10 of
-    /// that lowers the threshold by one step (2/16 of the default, not below one
+    /// `numa_promotion_adjust_threshold` at `now`, once per `period`: with
+    /// `candidates` counted so far and a rate limit of `limit_pages` per `second`,
+    /// the window expects `limit_pages × period / second` candidates; more than 11/10
+    /// of that lowers the threshold by one step (2/16 of the default, not below one
     /// step), fewer than 9/10 raises it (not above twice the default).
-    pub fn adjust(&mut self, now_ms: u64, period_ms: u64, candidates: u64, limit_pages: u64, default_ms: u64) {
-        if now_ms.saturating_sub(self.start_ms) <= period_ms {
+    pub fn adjust(&mut self, now: u64, period: u64, second: u64, candidates: u64, limit_pages: u64, default: u64) {
+        if now.saturating_sub(self.start) <= period {
             return;
         }
-        self.start_ms = now_ms;
-        let expected = limit_pages.saturating_mul(period_ms) / 1000;
+        self.start = now;
+        let expected = (limit_pages as u128 * period as u128 / second.max(1) as u128) as u64;
         let seen = candidates - self.candidates_at_start;
-        let unit = (default_ms * 2 / ADJUST_STEPS).max(1);
-        let mut th = self.current(default_ms);
+        let unit = (default * 2 / ADJUST_STEPS).max(1);
+        let mut th = self.current(default);
         if seen > expected.saturating_mul(11) / 10 {
             th = th.saturating_sub(unit).max(unit);
         } else if seen < expected.saturating_mul(9) / 10 {
-            th = (th + unit).min(default_ms * 2);
+            th = (th + unit).min(default * 2);
         }
         self.candidates_at_start = candidates;
-        self.threshold_ms = th;
+        self.threshold = th;
         self.adjustments += 1;
     }
 }
@@ -166,17 +167,17 @@ impl HotThreshold {
 pub struct CandidateLimit {
     /// Candidates counted over the run (`PGPROMOTE_CANDIDATE`).
     pub candidates: u64,
-    start_ms: u64,
+    start: u64,
     at_start: u64,
 }
 
 impl CandidateLimit {
-    /// Counts `pages` candidates at `now_ms`; true if the window's limit is reached
-    /// (the page is not promoted).
-    pub fn limited(&mut self, now_ms: u64, pages: u64, limit: u64) -> bool {
+    /// Counts `pages` candidates at `now`; true if the window's limit is reached (the
+    /// page is not promoted). A window lasts `second`.
+    pub fn limited(&mut self, now: u64, second: u64, pages: u64, limit: u64) -> bool {
         self.candidates += pages;
-        if now_ms.saturating_sub(self.start_ms) > 1000 {
-            self.start_ms = now_ms;
+        if now.saturating_sub(self.start) > second {
+            self.start = now;
             self.at_start = self.candidates;
         }
         self.candidates - self.at_start >= limit
@@ -330,10 +331,6 @@ impl Kernel {
         })
     }
 
-    fn ms(&self, cycles: u64) -> u64 {
-        (cycles as f64 / self.cycles_per_ms) as u64
-    }
-
     fn record(&mut self, n: u64, page: PageRef) {
         let i = n as usize;
         if i >= self.pages.len() {
@@ -419,17 +416,17 @@ impl Kernel {
     fn hot(&mut self, n: u64, pages: u64, mech: &mut Mechanisms) -> bool {
         let Some(t) = self.tiering else { return true };
         if mech.free_frames(TierId::FAST) >= self.marks.plenty {
-            self.threshold.threshold_ms = 0;
+            self.threshold.threshold = 0;
             return true;
         }
-        let now_ms = self.ms(mech.now());
-        self.threshold.adjust(now_ms, t.period_ms, self.limit.candidates, t.limit_pages, t.hot_ms);
-        let latency = now_ms.saturating_sub(self.ms(self.marked_at[n as usize]));
-        if latency >= self.threshold.current(t.hot_ms) {
+        let (now, second) = (mech.now(), t.second);
+        self.threshold.adjust(now, t.period, second, self.limit.candidates, t.limit_pages, t.hot);
+        let latency = now.saturating_sub(self.marked_at[n as usize]);
+        if latency >= self.threshold.current(t.hot) {
             self.totals.too_slow += 1;
             return false;
         }
-        if self.limit.limited(now_ms, pages, t.limit_pages) {
+        if self.limit.limited(now, second, pages, t.limit_pages) {
             self.totals.rate_limited += 1;
             return false;
         }
@@ -554,7 +551,7 @@ impl Kernel {
         out.insert("scanners".into(), json!(per_tenant));
         out.insert("fast_watermarks".into(), json!(self.marks));
         if let Some(t) = self.tiering {
-            out.insert("hot_threshold_ms".into(), json!(self.threshold.current(t.hot_ms)));
+            out.insert("hot_threshold_ms".into(), json!(self.threshold.current(t.hot) as f64 / self.cycles_per_ms));
             out.insert("threshold_adjustments".into(), json!(self.threshold.adjustments));
             out.insert("promotion_candidates".into(), json!(self.limit.candidates));
         }
@@ -570,11 +567,12 @@ fn submit_batch(mech: &mut Mechanisms) -> bool {
     mech.submit(KSWAPD, job).is_ok()
 }
 
-/// The tiering mode's promotion parameters, in ms and pages.
+/// The tiering mode's promotion parameters, in cycles and pages.
 #[derive(Clone, Copy, Debug)]
 struct TieringParams {
-    hot_ms: u64,
-    period_ms: u64,
+    hot: u64,
+    period: u64,
+    second: u64,
     limit_pages: u64,
 }
 
@@ -616,7 +614,8 @@ impl Policy for LinuxTiering {
         let marks = FastMarks::tiering(m.tier(TierId::FAST).frames, cfg.watermark_scale_factor);
         let mut k = Kernel::new(Kind::Tiering, cfg.scan_delay_ms, cfg.scan_size_mb, marks, cfg.demotion_enabled, m, "linux-tiering")?;
         // The sysctl is in MB/s; the kernel shifts it by 20 − PAGE_SHIFT into pages.
-        k.tiering = Some(TieringParams { hot_ms: cfg.hot_threshold_ms.round() as u64, period_ms: cfg.scan_period_max_ms.round() as u64, limit_pages: (cfg.promote_rate_limit_mbps * 256.0) as u64 });
+        let cycles = |ms: f64| ((ms * k.cycles_per_ms).round() as u64).max(1);
+        k.tiering = Some(TieringParams { hot: cycles(cfg.hot_threshold_ms), period: cycles(cfg.scan_period_max_ms), second: cycles(1000.0), limit_pages: (cfg.promote_rate_limit_mbps * 256.0) as u64 });
         Ok(LinuxTiering(k))
     }
 
@@ -782,43 +781,43 @@ mod tests {
 
     #[test]
     fn the_hot_threshold_follows_the_candidates_against_the_rate_limit() {
-        // Default 1000 ms, steps of 2000 / 16 = 125 ms; a 60 s period at 100 pages/s
-        // expects 6000 candidates per window.
+        // In ms: default 1000 ms, steps of 2000 / 16 = 125 ms; a 60 s period at 100
+        // pages/s expects 6000 candidates per window.
         let mut th = HotThreshold::default();
-        th.adjust(60_000, 60_000, 9_000, 100, 1000);
+        th.adjust(60_000, 60_000, 1000, 9_000, 100, 1000);
         assert_eq!(th.adjustments, 0, "not before a whole period has passed");
         // 9000 > 6600: one step down.
-        th.adjust(60_001, 60_000, 9_000, 100, 1000);
+        th.adjust(60_001, 60_000, 1000, 9_000, 100, 1000);
         assert_eq!(th.current(1000), 875);
         // 9000 more in the next window: down again; and it never goes below a step.
-        th.adjust(120_002, 60_000, 18_000, 100, 1000);
+        th.adjust(120_002, 60_000, 1000, 18_000, 100, 1000);
         assert_eq!(th.current(1000), 750);
         for i in 0..10 {
-            th.adjust(180_003 + i * 60_001, 60_000, 18_000 + (i + 1) * 9_000, 100, 1000);
+            th.adjust(180_003 + i * 60_001, 60_000, 1000, 18_000 + (i + 1) * 9_000, 100, 1000);
         }
         assert_eq!(th.current(1000), 125);
         // Within 9/10…11/10 of the expectation (6000 ≤ 6600): unchanged.
-        let mut th = HotThreshold { threshold_ms: 500, ..HotThreshold::default() };
-        th.adjust(60_001, 60_000, 6_000, 100, 1000);
+        let mut th = HotThreshold { threshold: 500, ..HotThreshold::default() };
+        th.adjust(60_001, 60_000, 1000, 6_000, 100, 1000);
         assert_eq!(th.current(1000), 500);
         // Too few (5000 < 5400): up by a step, at most twice the default.
-        th.adjust(120_002, 60_000, 11_000, 100, 1000);
+        th.adjust(120_002, 60_000, 1000, 11_000, 100, 1000);
         assert_eq!(th.current(1000), 625);
-        let mut th = HotThreshold { threshold_ms: 1950, ..HotThreshold::default() };
-        th.adjust(60_001, 60_000, 0, 100, 1000);
+        let mut th = HotThreshold { threshold: 1950, ..HotThreshold::default() };
+        th.adjust(60_001, 60_000, 1000, 0, 100, 1000);
         assert_eq!(th.current(1000), 2000);
     }
 
     #[test]
     fn the_rate_limit_counts_candidates_in_one_second_windows() {
         let mut l = CandidateLimit::default();
-        // 3 pages per window: the third candidate reaches it.
-        assert!(!l.limited(10, 1, 3));
-        assert!(!l.limited(20, 1, 3));
-        assert!(l.limited(30, 1, 3));
-        assert!(l.limited(900, 1, 3));
+        // In ms: 3 pages per window: the third candidate reaches it.
+        assert!(!l.limited(10, 1000, 1, 3));
+        assert!(!l.limited(20, 1000, 1, 3));
+        assert!(l.limited(30, 1000, 1, 3));
+        assert!(l.limited(900, 1000, 1, 3));
         // More than a second after the window began: a new one, counting this page.
-        assert!(!l.limited(1_011, 1, 3));
+        assert!(!l.limited(1_011, 1000, 1, 3));
         assert_eq!(l.candidates, 5);
     }
 
