@@ -134,6 +134,15 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
                 assert!(rounds.first().is_some_and(|x| x["promoted_pages"].as_u64().unwrap() > 0), "no round moved a page:\n{}", r.stdout);
             },
         ),
+        (
+            "compare --preset cxl --policies first-touch,linux-tiering,tpp,all-fast",
+            &["--set", "policy.linux-tiering.scan_delay_ms=0.05", "--set", "policy.linux-tiering.scan_size_mb=1", "--set", "policy.tpp.scan_delay_ms=0.05", "--set", "policy.tpp.scan_size_mb=1"],
+            |r| {
+                for p in ["first-touch", "linux-tiering", "tpp", "all-fast"] {
+                    assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);
+                }
+            },
+        ),
         ("compare --preset rainbow --policies flat-static,hscc-4k,hscc-2m,rainbow,all-fast", &[], |r| {
             for p in ["flat-static", "hscc-4k", "hscc-2m", "rainbow", "all-fast"] {
                 assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);

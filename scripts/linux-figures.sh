@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The CXL study of docs/policies/linux.md: what Linux does today (linux-tiering, tpp,
+# damon-tiering) beside first-touch (default Linux: no migration), thermostat, rainbow
+# and the bounds (oracle, oracle-static, all-fast) on the cxl preset, application
+# workloads of 256 MiB, the fast tier at 25 % and 50 % of the footprint.
+#
+# Every policy runs with its own defaults at the kernel's time scale (nothing scaled):
+# the runs are 1.5–3 s of simulated time, which is short against Linux's periods (one
+# 256 MB scan window per second, Thermostat's 30 s) — the doc says what that means.
+# Every workload first writes its whole footprint in address order (workload.init).
+# One JSON per run in $OUT (default ./linux-figures); runs already done are kept;
+# tables in $OUT/summary.md. T=path/to/tiersim to use a given binary.
+# usage: scripts/linux-figures.sh [POLICY ...]   (default all; about 40 minutes on two cores)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -z "${T:-}" ]; then
+    cargo build --release --quiet
+    T=$PWD/target/release/tiersim
+fi
+source scripts/jobs.sh
+OUT=${OUT:-$PWD/linux-figures}
+mkdir -p "$OUT"
+POLICIES=("$@")
+[ ${#POLICIES[@]} -gt 0 ] || POLICIES=(all-fast first-touch linux-tiering tpp damon-tiering oracle oracle-static thermostat rainbow)
+
+# References for about 3 s (kv, stream) and 1.5 s (the others) of simulated time with
+# first-touch at 25 %.
+declare -A REFS=([kv]=75000000 [stream]=120000000 [graph-bfs]=160000000 [pagerank]=320000000 [spmv-cg]=320000000 [gemm]=380000000)
+jobs=()
+for p in "${POLICIES[@]}"; do
+    for w in kv stream graph-bfs pagerank spmv-cg gemm; do
+        for fast in 25 50; do
+            [ $p = all-fast ] && [ $fast = 50 ] && continue
+            jobs+=("run --preset cxl --workload $w --footprint 256MiB --refs ${REFS[$w]} --set workload.init=true --set machine.tiers.fast.capacity=\"$fast%\" --policy $p --json $OUT/$p-$w-$fast.json")
+        done
+    done
+done
+run_missing "$T" "${jobs[@]}"
+python3 scripts/linux_summary.py "$OUT" > "$OUT/summary.md"
+cat "$OUT/summary.md"

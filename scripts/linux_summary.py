@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Tables of scripts/linux-figures.sh from its JSON reports (argument: the folder)."""
+import json
+import math
+import os
+import sys
+
+out = sys.argv[1]
+WORKLOADS = ["kv", "stream", "graph-bfs", "pagerank", "spmv-cg", "gemm"]
+POLICIES = ["first-touch", "linux-tiering", "tpp", "damon-tiering", "thermostat", "rainbow", "oracle-static", "oracle"]
+
+
+def load(name):
+    path = os.path.join(out, name + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def cycles(r):
+    return r["summary"]["cycles"]
+
+
+def geomean(xs):
+    xs = [x for x in xs if x == x and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def cell(x, fmt):
+    return "–" if x is None or x != x else fmt.format(x)
+
+
+for fast in (25, 50):
+    print(f"\n### Fast tier at {fast} % of the footprint\n")
+    print("Slowdown against all-fast (cycles ÷ all-fast's); in brackets, the fast-tier share of demand accesses and the MiB migrated. The last column: the geometric mean's distance from oracle's (1.00 = as good).\n")
+    print("| policy | " + " | ".join(WORKLOADS) + " | geomean | ÷ oracle |")
+    print("|---|" + "---|" * (len(WORKLOADS) + 2))
+    base = {w: load(f"all-fast-{w}-25") for w in WORKLOADS}
+    rows = []
+    for p in POLICIES:
+        row, slow = [], []
+        for w in WORKLOADS:
+            r = load(f"{p}-{w}-{fast}")
+            if r is None or base[w] is None:
+                row.append("–")
+                slow.append(float("nan"))
+                continue
+            s = cycles(r) / cycles(base[w])
+            slow.append(s)
+            mib = r["summary"]["migrated_bytes"] / (1 << 20)
+            row.append(f"{s:.3f} ({100 * r['summary']['fast_tier_fraction']:.0f} %, {mib:.0f})")
+        rows.append((p, row, geomean(slow)))
+    oracle = dict((p, g) for p, _, g in rows).get("oracle", float("nan"))
+    for p, row, g in rows:
+        print(f"| {p} | " + " | ".join(row) + f" | {cell(g, '{:.3f}')} | {cell(g / oracle, '{:.2f}')} |")
