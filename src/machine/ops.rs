@@ -515,6 +515,29 @@ impl<R: Redirect> Machine<R> {
         Ok(())
     }
 
+    /// Reads the Accessed bit of the leaf mapping `page` (a huge page's PMD-level
+    /// entry for a huge page) the way a reverse-map walk from one of its frames finds
+    /// it, and with `clear` clears it if set: `rmap_walk_ns` of software, the entry's
+    /// line read through the caches, `scan_pte_cycles`, and the line written if the
+    /// bit is cleared. No translation is invalidated: x86's
+    /// `ptep_test_and_clear_young` does not flush the TLB (arch/x86/mm/pgtable.c), so
+    /// an entry still cached in a TLB does not set the bit again until it is evicted
+    /// (mm/damon/ops-common.c `damon_ptep_mkold`, `damon_pmdp_mkold`). Returns whether
+    /// the bit was set.
+    pub(crate) fn young(&mut self, x: &mut Exec, page: PageRef, clear: bool) -> Result<bool, MechError> {
+        let m = self.mapped(page)?;
+        self.cpu_ns(x, self.cfg.costs.rmap_walk_ns);
+        self.pte_access(x, page.tenant, m.slot, false);
+        self.cpu(x, self.cfg.costs.scan_pte_cycles);
+        let accessed = m.entry & ACCESSED != 0;
+        if clear && accessed {
+            *self.space.entry_mut(page.tenant, m.slot) &= !ACCESSED;
+            self.pte_access(x, page.tenant, m.slot, true);
+        }
+        self.stats.ptes_scanned += 1;
+        Ok(accessed)
+    }
+
     /// Scans up to `max` leaf PTEs of `tenant` in `range` of its managed space, in
     /// address order, on the executor's clock: each entry is read through
     /// the caches and costs `scan_pte_cycles`; with `clear`, an entry found Accessed

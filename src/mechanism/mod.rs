@@ -157,7 +157,7 @@ pub(crate) fn run_op<R: Redirect>(m: &mut Machine<R>, limits: &mut Limits, x: &m
             }
         },
         Op::Run => Ok(()),
-        Op::Scan { .. } => unreachable!("scans run in steps"),
+        Op::Scan { .. } | Op::Sleep { .. } => unreachable!("scans and sleeps run in steps"),
     }
 }
 
@@ -499,6 +499,21 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
             let (next, marked, leaves) = m.mark_hinting(x, tenant, from, bytes, skip);
             HintWindow { next, marked, leaves }
         }))
+    }
+
+    /// Whether `page` was accessed since its Accessed bit was last cleared, as a
+    /// reverse-map walk from one of its frames reads it now, on this executor's clock
+    /// (find the page of a frame with [`Mechanisms::owner`]); with `clear`, the bit is
+    /// cleared if set, without a TLB flush (x86's `ptep_test_and_clear_young`), so a
+    /// translation still cached in a TLB sets it again only after its eviction. Costs
+    /// `machine.costs.rmap_walk_ns`, the entry's reference through the caches,
+    /// `scan_pte_cycles`, and the entry's write if cleared (DAMON's physical-address
+    /// sampling, mm/damon/paddr.c `damon_pa_mkold` and `damon_pa_young`).
+    pub fn young(&mut self, page: PageRef, clear: bool) -> Result<bool, MechError> {
+        if page.tenant >= self.tenants() {
+            return Err(MechError::NoSuchTenant { tenant: page.tenant });
+        }
+        self.run(|m, _, x| m.young(x, page, clear))
     }
 
     /// Scans the leaf PTEs in `scope` now, on this executor's clock: calls `f` with

@@ -3,6 +3,7 @@
 //! its type in brackets after the policy type.
 
 use super::baselines::{AllFast, AllSlow, FirstTouch, FlatStatic, HardwareCache, RoundRobin};
+use super::damon::DamonTiering;
 use super::hemem::HeMem;
 use super::hmmv::{EptScanner, Full, HmmV};
 use super::hscc::Hscc;
@@ -57,6 +58,7 @@ policies! {
     "nimble" => Nimble, "Nimble (ASPLOS'19): Linux's active/inactive lists from Accessed-bit scans, active slow pages promoted, hot and cold huge pages exchanged, copies on 4 threads";
     "hemem" => HeMem, "HeMem (SOSP'21): PEBS samples of LLC-missing loads and of stores, fixed hot thresholds with cooling, hot slow pages swapped with cold fast ones, copies write-protected";
     "lru" => Lru, "Linux-style active/inactive lists from Accessed-bit scans: promote active slow pages, demote inactive fast ones under watermarks";
+    "damon-tiering" => DamonTiering, "Linux 6.11 DAMON tiering: a kdamond per tier samples adaptive physical-address regions, DAMOS migrate_cold demotes idle fast regions, migrate_hot promotes hot slow ones, under quotas and watermarks";
     "hscc-4k" => Hscc<false> [Copies], "DRAM caches hot 4 KiB NVM pages, counted per reference in the TLB, utility-based (HSCC, ICS'17, as Rainbow §IV-A)";
     "hscc-2m" => Hscc<true> [Copies], "HSCC with 2 MiB pages: whole superpages cached in DRAM (Rainbow's HSCC-2MB-mig)";
     "rainbow" => Rainbow [Copies], "NVM in 2 MiB superpages, hot 4 KiB pages copied to DRAM behind a migration bitmap (Rainbow)";
