@@ -644,3 +644,97 @@ impl Policy for DamonTiering {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::{Build, Machine, MachineConfig, TenantKind};
+    use crate::mechanism::Runtime;
+    use crate::monitor::Region;
+    use crate::trace::Access;
+    use crate::units::Capacity;
+
+    const VA: u64 = 0x7f00_0000_0000;
+
+    /// One core, a 4 MiB fast tier and an 8 MiB slow one, 4 KiB pages.
+    fn machine() -> Machine {
+        let mut cfg = MachineConfig { cores: 1, ..MachineConfig::default() };
+        cfg.page_table.thp = false;
+        cfg.tiers.fast.capacity = Capacity::Bytes(4 << 20);
+        cfg.tiers.slow.capacity = Capacity::Bytes(8 << 20);
+        Machine::new(&cfg, &Build::new(&cfg, &[TenantKind::Process], 4 << 20)).unwrap()
+    }
+
+    fn error(sets: &[(&str, &str)]) -> String {
+        let doc: String = sets.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
+        let cfg: DamonConfig = toml::from_str(&doc).unwrap();
+        DamonTiering::new(cfg, machine().info()).err().expect("an error").to_string()
+    }
+
+    #[test]
+    fn impossible_configurations_name_their_key() {
+        assert!(error(&[("min_nr_regions", "2")]).starts_with("policy.damon-tiering.min_nr_regions: must be at least 3"));
+        assert!(error(&[("min_nr_regions", "20"), ("max_nr_regions", "10")]).starts_with("policy.damon-tiering.max_nr_regions:"));
+        assert!(error(&[("sample_us", "200"), ("aggr_us", "100")]).starts_with("policy.damon-tiering.aggr_us: must be at least sample_us"));
+        assert!(error(&[("hot_min_nr_accesses", "5"), ("hot_max_nr_accesses", "4")]).starts_with("policy.damon-tiering.hot_max_nr_accesses:"));
+        assert!(error(&[("cold_min_age_us", "500"), ("cold_max_age_us", "400")]).starts_with("policy.damon-tiering.cold_max_age_us:"));
+        assert!(error(&[("wmarks_metric", "\"rss\"")]).starts_with("policy.damon-tiering.wmarks_metric:"));
+        assert!(error(&[("wmarks_metric", "\"free_mem_rate\""), ("wmarks_low", "450")]).starts_with("policy.damon-tiering.wmarks_low: must be at most wmarks_mid"));
+        // Watermark levels are not checked while there is no metric.
+        let cfg = DamonConfig { wmarks_low: 900, ..DamonConfig::default() };
+        assert!(DamonTiering::new(cfg, machine().info()).is_ok());
+    }
+
+    #[test]
+    fn ages_in_microseconds_become_whole_aggregation_intervals() {
+        // 30 s of 100 ms intervals: 300; 0 is no limit as a maximum, none as a minimum.
+        assert_eq!(intervals(30_000_000, 100_000, false), 300);
+        assert_eq!(intervals(250_000, 100_000, false), 2);
+        assert_eq!(intervals(0, 100_000, true), u32::MAX);
+        assert_eq!(intervals(0, 100_000, false), 0);
+        let p = DamonTiering::new(DamonConfig::default(), machine().info()).unwrap();
+        assert_eq!((p.ctxs[0].scheme.pattern.min_age, p.ctxs[0].scheme.pattern.max_nr_accesses), (300, 0));
+        assert_eq!((p.ctxs[1].scheme.pattern.min_nr_accesses, p.samples_per_aggr), (1, 20));
+    }
+
+    /// The frequency estimate through the real mechanism: a page sampled every interval
+    /// (its region is one page) and accessed in k of n of them counts k — if each access
+    /// walks the page table. One that hits a translation still in the TLB sets no
+    /// Accessed bit (DAMON clears it without a flush) and is not counted.
+    #[test]
+    fn a_page_accessed_in_k_of_n_samples_counts_k() {
+        let mut m = machine();
+        let mut rt = Runtime::new(&[ThreadKind::Kernel, ThreadKind::Kernel], 1);
+        m.access(0, &Access::read(VA, 8, 0), &mut ());
+        m.access(0, &Access::read(VA + 4096, 8, 0), &mut ());
+        let pfn = |m: &Machine, va| m.space().page_info(PageRef::new(0, va)).unwrap().pfn;
+        let (x, y) = (pfn(&m, VA), pfn(&m, VA + 4096));
+        assert!(x < y, "first touch in address order");
+        let mut p = DamonTiering::new(DamonConfig::default(), m.info()).unwrap();
+        // Two one-page regions, so that each check of X follows one of Y (a check in the
+        // folio checked just before reuses its result, as in the kernel).
+        p.ctxs[0].regions = Regions::from_list(vec![Region::new(x << 12, (x + 1) << 12), Region::new(y << 12, (y + 1) << 12)]);
+        p.ctxs[0].next_aggregation = u64::MAX;
+        p.iterate(0, &mut Mechanisms::on_thread(&mut m, &mut rt, ThreadId(0)));
+        // Accessed (through a page walk) in 3 of 5 intervals.
+        for hit in [true, false, true, true, false] {
+            if hit {
+                m.cores[0].tlb.invalidate(0, VA, false);
+                m.access(0, &Access::read(VA, 8, 0), &mut ());
+            }
+            p.sampled(0, &mut Mechanisms::on_thread(&mut m, &mut rt, ThreadId(0)));
+        }
+        let counts = |p: &DamonTiering| p.ctxs[0].regions.as_slice().iter().map(|r| r.nr_accesses).collect::<Vec<_>>();
+        assert_eq!(counts(&p), vec![3, 0]);
+        // Accessed in 2 more intervals through the TLB only: not seen.
+        for _ in 0..2 {
+            m.access(0, &Access::read(VA, 8, 0), &mut ());
+            p.sampled(0, &mut Mechanisms::on_thread(&mut m, &mut rt, ThreadId(0)));
+        }
+        assert_eq!(counts(&p), vec![3, 0]);
+        assert_eq!(p.ctxs[0].count.samples, 7);
+        // Each interval walked the reverse map twice per region (prepare and check).
+        assert_eq!(p.ctxs[0].count.rmap_walks, 2 + 7 * 4);
+        assert!(p.ctxs[0].count.monitor_cycles > 0);
+    }
+}
