@@ -94,19 +94,26 @@ fn the_default_minimum_age_is_beyond_a_short_run_and_the_report_says_so() {
 
 /// Every workload, one tenant and two (a VM beside a process), 4 KiB pages and
 /// transparent huge pages, under `--verify`: the sampling and the migrations keep the
-/// data and the machine consistent.
+/// data and the machine consistent. The schemes are made to churn — regions with up
+/// to 10 of 20 samples accessed, of any age, go down, 256 KiB per ms, and any region
+/// seen accessed goes up, no page filter — so that pages move while they are used.
 #[test]
 fn every_workload_passes_verify_under_damon_tiering() {
     let scaled = [
         "policy.name=\"damon-tiering\"",
         "policy.damon-tiering.sample_us=20",
         "policy.damon-tiering.aggr_us=400",
-        "policy.damon-tiering.cold_min_age_us=800",
+        "policy.damon-tiering.cold_min_age_us=0",
+        "policy.damon-tiering.cold_max_nr_accesses=10",
+        "policy.damon-tiering.cold_young_filter=false",
+        "policy.damon-tiering.cold_quota_sz_bytes=262144",
+        "policy.damon-tiering.cold_quota_reset_interval_ms=1",
+        "policy.damon-tiering.hot_young_filter=false",
         "machine.tiers.fast.capacity=\"25%\"",
         "engine.epoch_cycles=300000",
         "engine.check_invariants=true",
     ];
-    let mut moved = 0;
+    let (mut moved, mut moving) = (0, 0);
     for (i, (name, _)) in WORKLOADS.iter().enumerate() {
         // THP on for every other workload.
         let thp = i % 2 == 1;
@@ -115,8 +122,11 @@ fn every_workload_passes_verify_under_damon_tiering() {
         let r = run_with(None, &[], &s, true);
         assert!(r.sim.verified_reads > 0, "{name}");
         assert!(u(&r, 0, "samples") > 0 && u(&r, 1, "samples") > 0, "{name}: {:?}", r.policy_report);
-        moved += r.summary.migrations;
+        moving += (r.summary.migrations > 0) as u32;
     }
+    // Measured: all but the four whose data fits the fast tier here (seqscan,
+    // graph-bfs, pagerank, spmv-cg) moved pages, 57 to 569 of them.
+    assert!(moving >= 8, "{moving} workloads moved pages");
     for thp in [false, true] {
         let mut s = sets(&scaled);
         s.extend(["workload.footprint=\"16MiB\"".into(), "workload.refs=200000".into(), "workload.hotspot.phases=2".into(), format!("machine.page_table.thp={thp}")]);
@@ -125,7 +135,7 @@ fn every_workload_passes_verify_under_damon_tiering() {
         assert!(r.sim.verified_reads > 0);
         moved += r.summary.migrations;
     }
-    assert!(moved > 0, "the verified runs moved pages");
+    assert!(moved > 0, "the two tenants' runs moved pages");
 }
 
 #[test]
