@@ -325,7 +325,7 @@ impl DamonTiering {
         let n = ctx.regions.len();
         ctx.count.regions_min = if ctx.count.aggregations == 1 { n } else { ctx.count.regions_min.min(n) };
         ctx.count.regions_max = ctx.count.regions_max.max(n);
-        if ctx.count.aggregations % ctx.stride == 0 {
+        if ctx.count.aggregations.is_multiple_of(ctx.stride) {
             ctx.series.push((seconds, n));
             if ctx.series.len() >= SERIES_POINTS {
                 let kept: Vec<_> = ctx.series.iter().copied().step_by(2).collect();
