@@ -279,6 +279,7 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
             machine.set_fast_quota(s.tenant, Some((share * fast_frames as f64) as u64));
         }
     }
+    policy.on_start(&mut Mechanisms::on_core(&mut machine, &mut rt, 0));
     let check = cfg.engine.check_invariants || opts.verify;
     let epoch = cfg.engine.epoch_cycles;
     let mut next_epoch = epoch;

@@ -31,6 +31,16 @@ pub struct CostConfig {
     /// Cycles per page-table entry examined by an Accessed/Dirty-bit scan, besides the
     /// reference to the entry itself (assumption).
     pub scan_pte_cycles: u64,
+    /// Software work of one reverse-map walk from a physical frame to the page-table
+    /// entry mapping it, in ns, besides the reference to that entry (which goes through
+    /// the caches): Linux's `rmap_walk` as DAMON's physical-address operations run it
+    /// for every sampled frame (mm/damon/paddr.c `damon_pa_mkold`, `damon_pa_young`):
+    /// `damon_get_folio` (an atomic on the struct page, likely a cache miss for a random
+    /// frame), the anon_vma read lock, the interval-tree lookup of the mapping VMA and
+    /// `page_vma_mapped_walk`'s upper page-table levels. An assumption: no paper gives
+    /// it; SpAR's Table 2 charges 4 480 cycles at 3.2 GHz (1.4 µs) for a whole reverse
+    /// mapping with its update, the upper bound of this read-only walk.
+    pub rmap_walk_ns: f64,
     /// Latency of the fault taken on a TLB miss to a poisoned page, in ns. Thermostat
     /// §4 (BadgerTrap in the guest): ≈1 µs.
     pub poison_fault_ns: f64,
@@ -61,12 +71,6 @@ pub struct CostConfig {
     /// Hypervisor work per PML entry drained at an exit (read the address, set the
     /// dirty bitmap), in ns (assumption).
     pub pml_drain_ns_per_entry: f64,
-    /// Software work of finding a page's leaf entry through the reverse map to test
-    /// (and clear) its Accessed bit, in ns, besides the reference to the entry itself:
-    /// Linux's `folio_referenced` for reclaim, DAMON's physical-address access checks
-    /// (an assumption: an anon_vma lookup and a `page_vma_mapped_walk` of one
-    /// mapping, a few hundred ns).
-    pub rmap_walk_ns: f64,
     /// Whether clearing an Accessed bit through the reverse map also flushes the
     /// page's translation (a shootdown). Off by default, as on x86, whose
     /// `ptep_clear_flush_young` does not flush: a page whose translation stays cached
@@ -84,6 +88,7 @@ impl Default for CostConfig {
             split_ns: 1000.0,
             merge_ns: 1000.0,
             scan_pte_cycles: 20,
+            rmap_walk_ns: 500.0,
             poison_fault_ns: 1000.0,
             page_fault_ns: 0.0,
             cpu_copy_lines_in_flight: 16,
@@ -92,7 +97,6 @@ impl Default for CostConfig {
             ept_violation_ns: 1500.0,
             write_protect_ns: 1500.0,
             pml_drain_ns_per_entry: 5.0,
-            rmap_walk_ns: 250.0,
             flush_on_clear_young: false,
         }
     }
@@ -104,13 +108,13 @@ impl CostConfig {
             ("migrate_software_ns", self.migrate_software_ns),
             ("split_ns", self.split_ns),
             ("merge_ns", self.merge_ns),
+            ("rmap_walk_ns", self.rmap_walk_ns),
             ("poison_fault_ns", self.poison_fault_ns),
             ("page_fault_ns", self.page_fault_ns),
             ("vm_exit_ns", self.vm_exit_ns),
             ("ept_violation_ns", self.ept_violation_ns),
             ("write_protect_ns", self.write_protect_ns),
             ("pml_drain_ns_per_entry", self.pml_drain_ns_per_entry),
-            ("rmap_walk_ns", self.rmap_walk_ns),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 anyhow::bail!("machine.costs.{name}: must be a non-negative number, got {v}");

@@ -515,29 +515,32 @@ impl<R: Redirect> Machine<R> {
         Ok(())
     }
 
-    /// Tests and clears the Accessed bit of `page`'s leaf entry, found through the
-    /// reverse map, on the executor's clock (Linux's `folio_referenced` as reclaim
-    /// calls it): `rmap_walk_ns`, the entry's read through the caches and
-    /// `scan_pte_cycles`, and a write of the line when the bit was set. There is no
-    /// TLB flush (x86's `ptep_clear_flush_young` does not flush), so a translation
-    /// still cached keeps later accesses from setting the bit again until it leaves
-    /// the TLB, as on the hardware — unless `machine.costs.flush_on_clear_young` asks
-    /// for a shootdown of the page. Returns whether the bit was set.
-    pub(crate) fn test_and_clear_young(&mut self, x: &mut Exec, page: PageRef) -> Result<bool, MechError> {
+    /// Reads the Accessed bit of the leaf mapping `page` (a huge page's PMD-level
+    /// entry for a huge page) the way a reverse-map walk from one of its frames finds
+    /// it, and with `clear` clears it if set: `rmap_walk_ns` of software, the entry's
+    /// line read through the caches, `scan_pte_cycles`, and the line written if the
+    /// bit is cleared. No translation is invalidated: x86's
+    /// `ptep_test_and_clear_young` does not flush the TLB (arch/x86/mm/pgtable.c), so
+    /// an entry still cached in a TLB does not set the bit again until it is evicted
+    /// (mm/damon/ops-common.c `damon_ptep_mkold`, `damon_pmdp_mkold`; reclaim's
+    /// `folio_referenced` likewise) — unless `machine.costs.flush_on_clear_young`
+    /// asks for a shootdown of the page, as on arm64. Returns whether the bit was
+    /// set.
+    pub(crate) fn young(&mut self, x: &mut Exec, page: PageRef, clear: bool) -> Result<bool, MechError> {
         let m = self.mapped(page)?;
         self.cpu_ns(x, self.cfg.costs.rmap_walk_ns);
         self.pte_access(x, page.tenant, m.slot, false);
         self.cpu(x, self.cfg.costs.scan_pte_cycles);
-        self.stats.ptes_scanned += 1;
-        let young = m.entry & ACCESSED != 0;
-        if young {
+        let accessed = m.entry & ACCESSED != 0;
+        if clear && accessed {
             *self.space.entry_mut(page.tenant, m.slot) &= !ACCESSED;
             self.pte_access(x, page.tenant, m.slot, true);
             if self.cfg.costs.flush_on_clear_young {
                 self.shootdown(x, Shootdown::Page { page: PageRef::new(page.tenant, m.addr), huge: m.huge });
             }
         }
-        Ok(young)
+        self.stats.ptes_scanned += 1;
+        Ok(accessed)
     }
 
     /// Scans up to `max` leaf PTEs of `tenant` in `range` of its managed space, in

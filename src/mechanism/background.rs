@@ -94,6 +94,11 @@ pub enum Op {
     /// Does nothing itself: it lets the policy work on the thread, on its clock, in
     /// `Policy::on_job_done` when the thread reaches it (a scanner's window, say).
     Run,
+    /// The thread sleeps until cycle `until` (a kernel thread's `usleep`): its clock
+    /// moves there without counting busy time, and the operation completes when the
+    /// engine reaches the thread at that cycle, after the cores have run up to it. A
+    /// sleep that is due already completes at once.
+    Sleep { until: u64 },
 }
 
 /// Work for a background thread: operations run in order, each when the thread gets
@@ -325,6 +330,7 @@ impl Threads {
     /// one chunk of a scan. Returns the job when it is done.
     pub fn step<R: Redirect, O: Observer>(&mut self, m: &mut Machine<R>, limits: &mut Limits, t: usize, obs: &mut O) -> Option<JobDone> {
         let mut x = self.exec(t, m);
+        let mut sleep = 0;
         let job = self.threads[t].queue.front_mut().expect("a busy thread");
         let skip = job.chained.get(job.next).copied().unwrap_or(false) && job.results.last().is_some_and(|r| r.is_err());
         let done_op = match job.ops.get(job.next).copied() {
@@ -369,6 +375,16 @@ impl Threads {
                     }
                 }
             }
+            Some(Op::Sleep { until }) if x.at < until => {
+                // Not busy: the clock moves there without the time counting.
+                sleep = until - x.at;
+                x.at = until;
+                false
+            }
+            Some(Op::Sleep { .. }) => {
+                job.results.push(Ok(()));
+                true
+            }
             Some(Op::MoveBatch { batch }) => match m.batch_step(&mut x, batch, limits) {
                 Some(r) => {
                     job.results.push(r);
@@ -385,8 +401,12 @@ impl Threads {
             job.next += 1;
         }
         let finished = job.next == job.ops.len();
-        self.advance(t, &x, m);
+        // A sleep moves the clock without the thread being busy.
         let th = &mut self.threads[t];
+        let busy = x.at - th.clock - sleep;
+        th.clock = x.at;
+        th.stats.busy_cycles += busy;
+        m.stats.background_cycles += busy;
         if done_op {
             th.stats.ops_done += 1;
             th.stats.ops_refused += th.queue.front().and_then(|j| j.results.last()).is_some_and(|r| r.is_err()) as u64;
@@ -399,13 +419,15 @@ impl Threads {
         Some(JobDone { id: j.id, tag: j.tag, thread: ThreadId(t as u16), submitted: j.submitted, finished: th.clock, results: j.results })
     }
 
-    /// Every thread's counters, with the work left unfinished.
+    /// Every thread's counters, with the work left unfinished (a sleep is no work: a
+    /// job that only sleeps is not counted).
     pub fn report(&self) -> Vec<ThreadStats> {
+        let work = |j: &Queued| j.ops[j.next..].iter().filter(|op| !matches!(op, Op::Sleep { .. })).count() as u64;
         self.threads
             .iter()
             .map(|t| ThreadStats {
-                jobs_unfinished: t.queue.len() as u64,
-                ops_unfinished: t.queue.iter().map(|j| (j.ops.len() - j.next) as u64).sum(),
+                jobs_unfinished: t.queue.iter().filter(|j| work(j) > 0).count() as u64,
+                ops_unfinished: t.queue.iter().map(work).sum(),
                 ..t.stats.clone()
             })
             .collect()

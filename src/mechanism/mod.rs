@@ -157,7 +157,7 @@ pub(crate) fn run_op<R: Redirect>(m: &mut Machine<R>, limits: &mut Limits, x: &m
             }
         },
         Op::Run => Ok(()),
-        Op::Scan { .. } => unreachable!("scans run in steps"),
+        Op::Scan { .. } | Op::Sleep { .. } => unreachable!("scans and sleeps run in steps"),
     }
 }
 
@@ -502,12 +502,21 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
         }))
     }
 
-    /// Tests and clears the Accessed bit of `page`, now, on this executor's clock, as
-    /// reclaim does through the reverse map (`folio_referenced`): it costs
-    /// `machine.costs.rmap_walk_ns` plus the entry's reference, and flushes no TLB.
-    /// Returns whether the page was accessed since the bit was last cleared.
-    pub fn test_and_clear_young(&mut self, page: PageRef) -> Result<bool, MechError> {
-        self.run(|m, _, x| m.test_and_clear_young(x, page))
+    /// Whether `page` was accessed since its Accessed bit was last cleared, as a
+    /// reverse-map walk from one of its frames reads it now, on this executor's clock
+    /// (find the page of a frame with [`Mechanisms::owner`]); with `clear`, the bit is
+    /// cleared if set, without a TLB flush (x86's `ptep_test_and_clear_young`), so a
+    /// translation still cached in a TLB sets it again only after its eviction
+    /// (unless `machine.costs.flush_on_clear_young`). Reclaim's `folio_referenced`
+    /// and DAMON's sampling both use it. Costs
+    /// `machine.costs.rmap_walk_ns`, the entry's reference through the caches,
+    /// `scan_pte_cycles`, and the entry's write if cleared (DAMON's physical-address
+    /// sampling, mm/damon/paddr.c `damon_pa_mkold` and `damon_pa_young`).
+    pub fn young(&mut self, page: PageRef, clear: bool) -> Result<bool, MechError> {
+        if page.tenant >= self.tenants() {
+            return Err(MechError::NoSuchTenant { tenant: page.tenant });
+        }
+        self.run(|m, _, x| m.young(x, page, clear))
     }
 
     /// Scans the leaf PTEs in `scope` now, on this executor's clock: calls `f` with

@@ -11,7 +11,10 @@
 //! - [`queue`]: HMM-V's multi-level queue with do-not-disturb times;
 //! - [`buckets`]: pages sorted by a weighted degree in O(n);
 //! - [`lists`]: Linux's active/inactive LRU lists;
-//! - [`watermarks`]: free-page watermarks and the reclaim they trigger.
+//! - [`watermarks`]: free-page watermarks and the reclaim they trigger;
+//! - [`regions`]: DAMON's adaptive regions (sampling counts, ages, merge and split);
+//! - [`damos`]: DAMON-based operation schemes: access patterns, quotas with score
+//!   prioritisation, watermark activation.
 //!
 //! The limits every move is held to are enforced below, in the mechanism layer, so
 //! that no policy can bypass them: promotion and demotion rate limits
@@ -19,15 +22,19 @@
 //! (`Mechanisms::set_fast_quota`).
 
 pub mod buckets;
+pub mod damos;
 pub mod lists;
 pub mod pacer;
 pub mod queue;
+pub mod regions;
 pub mod tracker;
 pub mod watermarks;
 
 pub use buckets::{degree, hottest, sort_by_degree};
+pub use damos::{AccessPattern, Metric, Prefer, Quota, Scheme, ScoreScale, Stat, Weights, Wmarks};
 pub use lists::{LruLists, Place, Verdict, Which};
 pub use pacer::{Pacer, PacerReport, Period};
 pub use queue::{Filtered, MultiLevelQueue};
+pub use regions::{Region, Regions, MIN_REGION};
 pub use tracker::Tracker;
 pub use watermarks::{Reclaim, Watermarks};

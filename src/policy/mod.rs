@@ -8,10 +8,12 @@
 //!
 //! Hooks that observe the machine mid-reference (`on_tlb_miss`, `on_memory_access`,
 //! `on_fault`, `on_scan`, from [`Observer`]) may only record; a policy acts in
-//! `on_reference` (after the reference completed, on its core), `on_epoch`, or
-//! `on_job_done` (on the background thread that finished the job).
+//! `on_start` (once, before the first reference), `on_reference` (after the
+//! reference completed, on its core), `on_epoch`, or `on_job_done` (on the
+//! background thread that finished the job).
 
 pub mod baselines;
+pub mod damon;
 pub mod dram_cache;
 pub mod hemem;
 pub mod hmmv;
@@ -154,6 +156,11 @@ pub trait Policy<R: Redirect = NoRedirect>: Observer + Sized {
 
     /// Creates the policy for the machine its requirements described.
     fn new(config: Self::Config, machine: &MachineInfo) -> anyhow::Result<Self>;
+
+    /// Called once before the first reference, with the mechanisms of core 0 at cycle
+    /// 0: a policy whose background threads pace themselves on their own clocks (with
+    /// `Op::Sleep`, as DAMON's kdamonds do) hands them their first job here.
+    fn on_start(&mut self, _mech: &mut Mechanisms<R>) {}
 
     /// Called after every reference, with what it cost and the mechanisms of its core.
     #[inline]

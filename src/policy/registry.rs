@@ -3,6 +3,7 @@
 //! its type in brackets after the policy type.
 
 use super::baselines::{AllFast, AllSlow, FirstTouch, FlatStatic, HardwareCache, RoundRobin};
+use super::damon::DamonTiering;
 use super::hemem::HeMem;
 use super::hmmv::{EptScanner, Full, HmmV};
 use super::hscc::Hscc;
@@ -60,6 +61,7 @@ policies! {
     "linux-tiering" => LinuxTiering, "Linux 6.x NUMA balancing in memory-tiering mode: slow pages promoted on hinting faults within the hot threshold (1 s, adjusted to the rate limit), kswapd demotes the inactive tail to the promotion watermark";
     "tpp" => Tpp, "Transparent Page Placement (ASPLOS'23): hinting faults promote only active slow pages, kswapd demotes ahead of allocation down to a 2 % demotion watermark";
     "lru" => Lru, "Linux-style active/inactive lists from Accessed-bit scans: promote active slow pages, demote inactive fast ones under watermarks";
+    "damon-tiering" => DamonTiering, "Linux 6.11 DAMON tiering: a kdamond per tier samples adaptive physical-address regions, DAMOS migrate_cold demotes idle fast regions, migrate_hot promotes hot slow ones, under quotas and watermarks";
     "hscc-4k" => Hscc<false> [Copies], "DRAM caches hot 4 KiB NVM pages, counted per reference in the TLB, utility-based (HSCC, ICS'17, as Rainbow §IV-A)";
     "hscc-2m" => Hscc<true> [Copies], "HSCC with 2 MiB pages: whole superpages cached in DRAM (Rainbow's HSCC-2MB-mig)";
     "rainbow" => Rainbow [Copies], "NVM in 2 MiB superpages, hot 4 KiB pages copied to DRAM behind a migration bitmap (Rainbow)";

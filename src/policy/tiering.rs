@@ -25,7 +25,7 @@
 //!   `demotion_enabled`): in batches of `SWAP_CLUSTER_MAX` pages it deactivates the
 //!   active list's tail while the inactive list is low (`inactive_is_low`), and takes
 //!   pages from the inactive list's tail: each page's Accessed bit is tested and
-//!   cleared through the reverse map ([`Mechanisms::test_and_clear_young`]) and
+//!   cleared through the reverse map ([`Mechanisms::young`]) and
 //!   `folio_check_references` decides — activate, keep for another trip, or demote to
 //!   the slow node (a migration on kswapd's clock). It stops when the fast node's free
 //!   frames reach its target watermark.
@@ -496,7 +496,7 @@ impl Kernel {
                 let Some(n) = self.lists[fast].tail(Which::Active) else { break };
                 if let Some(page) = self.pages[n as usize] {
                     self.totals.young_checks += 1;
-                    let _ = mech.test_and_clear_young(page);
+                    let _ = mech.young(page, true);
                 }
                 self.lists[fast].push_head(n, Which::Inactive);
                 self.totals.deactivated += 1;
@@ -510,7 +510,7 @@ impl Kernel {
                 continue;
             };
             self.totals.young_checks += 1;
-            let Ok(young) = mech.test_and_clear_young(page) else {
+            let Ok(young) = mech.young(page, true) else {
                 self.lists[fast].remove(n);
                 continue;
             };
