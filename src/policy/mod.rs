@@ -20,6 +20,7 @@ pub mod kstaled;
 pub mod lru;
 pub mod nimble;
 pub mod numa;
+pub mod oracle;
 pub mod otf;
 pub mod params;
 pub mod rainbow;
@@ -110,6 +111,11 @@ pub struct Requirements<S> {
     pub threads: Vec<ThreadKind>,
     /// The specification of the machine's redirection structure (`()` for none).
     pub redirect: S,
+    /// The policy reads the whole reference stream before the run: the engine opens
+    /// every source a second time, as the run will, and hands each batch to
+    /// [`Policy::foresee`] (the future-knowledge bounds). Sources that cannot be read
+    /// twice are refused.
+    pub foresight: bool,
 }
 
 impl<S: Default> Default for Requirements<S> {
@@ -121,6 +127,7 @@ impl<S: Default> Default for Requirements<S> {
             fast_reserve: FastReserve::None,
             threads: Vec::new(),
             redirect: S::default(),
+            foresight: false,
         }
     }
 }
@@ -153,6 +160,16 @@ pub trait Policy<R: Redirect = NoRedirect>: Observer + Sized {
 
     /// Creates the policy for the machine its requirements described.
     fn new(config: Self::Config, machine: &MachineInfo) -> anyhow::Result<Self>;
+
+    /// With `Requirements::foresight`: called before the run with every batch of
+    /// references core `core` will make, in order, as the run will see them (tenants
+    /// rewritten as the engine does); then [`Policy::foreseen`] once.
+    fn foresee(&mut self, _core: usize, _batch: &[Access]) {}
+
+    /// Called once after the last [`Policy::foresee`], before the machine is built.
+    fn foreseen(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
 
     /// Called after every reference, with what it cost and the mechanisms of its core.
     #[inline]

@@ -10,6 +10,7 @@ use super::kstaled::Kstaled;
 use super::lru::Lru;
 use super::nimble::Nimble;
 use super::numa::NumaBalancing;
+use super::oracle::{Oracle, OracleStatic};
 use super::otf::{HugePageOtf, Otf, SpAr, SpRm};
 use super::rainbow::Rainbow;
 use super::thermostat::Thermostat;
@@ -56,6 +57,8 @@ policies! {
     "numa-balancing" => NumaBalancing, "Linux 5.4 automatic NUMA balancing (HMM-V's NUMA_B): hinting faults on 256 MB windows, slow pages promoted if the fast node has room, no demotion";
     "nimble" => Nimble, "Nimble (ASPLOS'19): Linux's active/inactive lists from Accessed-bit scans, active slow pages promoted, hot and cold huge pages exchanged, copies on 4 threads";
     "hemem" => HeMem, "HeMem (SOSP'21): PEBS samples of LLC-missing loads and of stores, fixed hot thresholds with cooling, hot slow pages swapped with cold fast ones, copies write-protected";
+    "oracle" => Oracle, "future-knowledge bound: reads the whole stream first, keeps in the fast tier the pages with the most weighted references in the coming window, moved by charged migrations";
+    "oracle-static" => OracleStatic, "future-knowledge bound: the pages with the most weighted references over the whole run born in the fast tier, no migration";
     "lru" => Lru, "Linux-style active/inactive lists from Accessed-bit scans: promote active slow pages, demote inactive fast ones under watermarks";
     "hscc-4k" => Hscc<false> [Copies], "DRAM caches hot 4 KiB NVM pages, counted per reference in the TLB, utility-based (HSCC, ICS'17, as Rainbow §IV-A)";
     "hscc-2m" => Hscc<true> [Copies], "HSCC with 2 MiB pages: whole superpages cached in DRAM (Rainbow's HSCC-2MB-mig)";
