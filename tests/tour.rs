@@ -134,6 +134,11 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
                 assert!(rounds.first().is_some_and(|x| x["promoted_pages"].as_u64().unwrap() > 0), "no round moved a page:\n{}", r.stdout);
             },
         ),
+        ("compare --preset cxl --policies first-touch,oracle-static,oracle,all-fast", &["--set", "workload.footprint=16MiB"], |r| {
+            for p in ["first-touch", "oracle-static", "oracle", "all-fast"] {
+                assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);
+            }
+        }),
         ("compare --preset rainbow --policies flat-static,hscc-4k,hscc-2m,rainbow,all-fast", &[], |r| {
             for p in ["flat-static", "hscc-4k", "hscc-2m", "rainbow", "all-fast"] {
                 assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);
