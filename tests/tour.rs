@@ -143,6 +143,11 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
                 }
             },
         ),
+        ("compare --preset cxl --policies first-touch,oracle-static,oracle,all-fast", &["--set", "workload.footprint=16MiB"], |r| {
+            for p in ["first-touch", "oracle-static", "oracle", "all-fast"] {
+                assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);
+            }
+        }),
         ("compare --preset rainbow --policies flat-static,hscc-4k,hscc-2m,rainbow,all-fast", &[], |r| {
             for p in ["flat-static", "hscc-4k", "hscc-2m", "rainbow", "all-fast"] {
                 assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);

@@ -210,6 +210,54 @@ fn measure_traces(slots: &[WorkloadSlot], progress: &Progress) -> Result<Vec<Opt
         .collect()
 }
 
+/// Opens every slot's source on its core, as a run reads it: a trace through its
+/// reader limited to the slot's references and checked batch by batch, a workload
+/// from its generator. Returns the feeds, one per core, and the references they will
+/// make when known (0 for the sources that do not know).
+fn open_feeds(cfg: &Config, slots: &[WorkloadSlot], traces: &[Option<SlotTrace>], tenants: u16) -> Result<(Vec<CoreFeed>, u64)> {
+    let mut feeds: Vec<CoreFeed> = (0..cfg.machine.cores)
+        .map(|_| CoreFeed { source: None, buf: Vec::with_capacity(BATCH), pos: 0, tenant: 0, keep_tenant: false, check: None, skipped: 0 })
+        .collect();
+    let va_limit = 1u64 << cfg.machine.page_table.va_bits();
+    let mut total_refs = 0u64;
+    for (s, t) in slots.iter().zip(traces) {
+        let feed = &mut feeds[s.core];
+        match (&s.trace, t) {
+            (Some(slot), Some(t)) => {
+                let opened = crate::trace::open(&slot.path, &t.opts)?;
+                total_refs += t.facts.records;
+                feed.source = Some(crate::trace::take(opened.source, slot.refs));
+                feed.keep_tenant = opened.record_tenants;
+                let footprint = t.facts.from_trailer.then(|| FootprintCheck::new(&slot.path, &t.facts));
+                feed.check = Some(TraceCheck { name: slot.path.clone(), va_limit, tenants, consumed: 0, footprint });
+            }
+            _ => {
+                let src = crate::workload::build(&s.workload, s.core as u16, s.tenant)?;
+                total_refs += src.len_hint().unwrap_or(0);
+                feed.source = Some(src);
+            }
+        }
+        feed.tenant = s.tenant;
+    }
+    Ok((feeds, total_refs))
+}
+
+/// The first pass of a policy that requires foresight: every core's references, read
+/// from sources opened a second time exactly as the run's ([`open_feeds`]), go to
+/// `Policy::foresee` batch by batch, then `Policy::foreseen`. Generators are
+/// deterministic (their seed, core and tenant fix the sequence), and traces are
+/// files (`--trace -` is refused before this), so the pass sees what the run will.
+fn foresight<R: Redirect, P: Policy<R>>(policy: &mut P, cfg: &Config, slots: &[WorkloadSlot], traces: &[Option<SlotTrace>], tenants: u16) -> Result<()> {
+    let levels = cfg.machine.page_table.levels;
+    let (mut feeds, _) = open_feeds(cfg, slots, traces, tenants)?;
+    for (core, feed) in feeds.iter_mut().enumerate() {
+        while feed.refill(levels)? {
+            policy.foresee(core, &feed.buf);
+        }
+    }
+    policy.foreseen()
+}
+
 fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Report> {
     let setup_started = Instant::now();
     opts.progress.setup();
@@ -228,31 +276,9 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         .max()
         .unwrap_or(0);
     let kinds = tenant_kinds(&slots, record_tenants);
-    let mut feeds: Vec<CoreFeed> = (0..cfg.machine.cores)
-        .map(|_| CoreFeed { source: None, buf: Vec::with_capacity(BATCH), pos: 0, tenant: 0, keep_tenant: false, check: None, skipped: 0 })
-        .collect();
     let levels = cfg.machine.page_table.levels;
-    let va_limit = 1u64 << cfg.machine.page_table.va_bits();
-    let mut total_refs = 0u64;
-    for (s, t) in slots.iter().zip(&traces) {
-        let feed = &mut feeds[s.core];
-        match (&s.trace, t) {
-            (Some(slot), Some(t)) => {
-                let opened = crate::trace::open(&slot.path, &t.opts)?;
-                total_refs += t.facts.records;
-                feed.source = Some(crate::trace::take(opened.source, slot.refs));
-                feed.keep_tenant = opened.record_tenants;
-                let footprint = t.facts.from_trailer.then(|| FootprintCheck::new(&slot.path, &t.facts));
-                feed.check = Some(TraceCheck { name: slot.path.clone(), va_limit, tenants: kinds.len() as u16, consumed: 0, footprint });
-            }
-            _ => {
-                let src = crate::workload::build(&s.workload, s.core as u16, s.tenant)?;
-                total_refs += src.len_hint().unwrap_or(0);
-                feed.source = Some(src);
-            }
-        }
-        feed.tenant = s.tenant;
-    }
+    let tenants = kinds.len() as u16;
+    let (mut feeds, total_refs) = open_feeds(cfg, &slots, &traces, tenants)?;
     let pcfg = cfg.policy_config::<R, P>(name)?;
     let req = P::requirements(&pcfg);
     let mut build = Build {
@@ -269,6 +295,14 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     let info = MachineInfo::plan::<R>(&cfg.machine, &build).map_err(|e| in_policy(name, e))?;
     build.fast_reserve = req.fast_reserve.frames(info.tier(TierId::FAST).frames);
     let mut policy = P::new(pcfg, &info)?;
+    // (Only a policy that asked for it pays for the pass; the loop is unchanged.)
+    let foresight_seconds = if req.foresight {
+        let pass = Instant::now();
+        foresight::<R, P>(&mut policy, cfg, &slots, &traces, tenants)?;
+        Some(pass.elapsed().as_secs_f64())
+    } else {
+        None
+    };
     let mut machine = Machine::<R>::new(&cfg.machine, &build).map_err(|e| in_policy(name, e))?;
     let mut rt = Runtime::new(&req.threads, cfg.machine.cores);
     // A tenant's initial share of the fast tier becomes its fast-tier quota (HMM-V's
@@ -395,6 +429,7 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     report.malformed_lines_skipped = feeds.iter().map(|f| f.skipped).sum();
     report.complete = !stopped;
     report.sim.setup_seconds = (started - setup_started).as_secs_f64();
+    report.sim.foresight_seconds = foresight_seconds;
     report.notes.extend(traces.iter().flatten().filter_map(|t| t.facts.note.clone()));
     Ok(report)
 }

@@ -74,6 +74,21 @@ pub struct ScanEvent {
     pub page: PageInfo,
 }
 
+/// A first touch under [`Placement::Chosen`](super::placement::Placement::Chosen):
+/// the page about to be mapped, for the policy to say which tier it prefers.
+#[derive(Clone, Copy, Debug)]
+pub struct PlaceEvent {
+    pub core: usize,
+    pub tenant: u16,
+    /// Managed-space address that was touched (the page is the one holding it).
+    pub addr: u64,
+    /// Whether first touch will try a huge page (transparent huge pages, and no
+    /// base-page node in the way).
+    pub huge: bool,
+    /// Free frames of the fast tier now, its reserve included.
+    pub fast_free: u64,
+}
+
 /// Receives the machine's events while it runs. The engine passes the policy; every
 /// method is a no-op by default and inlined away when not overridden. Hooks observe
 /// only: a policy acts in `Policy::on_reference`, at epochs or when a job is done.
@@ -87,6 +102,14 @@ pub trait Observer {
     /// A page visited by a background scan.
     #[inline]
     fn on_scan(&mut self, _e: &ScanEvent) {}
+    /// The tier a page should be born in, asked on its first touch only when the
+    /// policy required `Placement::Chosen` — the one decision an observer makes.
+    /// First touch falls back to the other tiers as always when the preferred one
+    /// has no room (above its reserve) or is beyond the tenant's quota.
+    #[inline]
+    fn place(&mut self, _e: &PlaceEvent) -> TierId {
+        TierId::FAST
+    }
 }
 
 impl Observer for () {}

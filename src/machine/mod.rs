@@ -44,7 +44,7 @@ pub use self::core::{Core, CoreStats};
 pub use alloc::Colour;
 pub use config::{MachineConfig, PageTableConfig, TiersConfig};
 pub use error::{Direction, MechError};
-pub use events::{FaultEvent, FaultKind, MemEvent, MemKind, Observer, RefOutcome, ScanEvent, TlbMissEvent};
+pub use events::{FaultEvent, FaultKind, MemEvent, MemKind, Observer, PlaceEvent, RefOutcome, ScanEvent, TlbMissEvent};
 pub use ids::{PageRef, TierId};
 pub use redirect::{NoRedirect, Redirect};
 pub use rmap::Owner;
@@ -495,8 +495,9 @@ impl<R: Redirect> Machine<R> {
     }
 
     /// Runs one reference on `core`: translation, caches, memory; advances the core's
-    /// clock by its instructions and stalls.
-    #[inline]
+    /// clock by its instructions and stalls. (Always inlined into the engine's loop,
+    /// whatever the number of policies the registry instantiates it for.)
+    #[inline(always)]
     pub fn access<O: Observer>(&mut self, core: usize, a: &Access, obs: &mut O) -> RefOutcome {
         let write = a.is_write();
         {
@@ -776,8 +777,13 @@ impl<R: Redirect> Machine<R> {
     /// Maps the page holding managed address `addr` of `tenant` on first touch.
     /// Returns the fault cycles, or `None` (with `self.error` set) when memory is full.
     #[cold]
+    #[inline(never)]
     fn first_touch<O: Observer>(&mut self, core: usize, tenant: u16, addr: u64, obs: &mut O) -> Option<u64> {
-        let Some(p) = self.space.first_touch(tenant, addr) else {
+        let prefer = (self.space.placement() == Placement::Chosen).then(|| {
+            let fast_free = self.space.allocator().free_frames(TierId::FAST);
+            obs.place(&PlaceEvent { core, tenant, addr, huge: self.space.wants_huge(tenant, addr), fast_free })
+        });
+        let Some(p) = self.space.first_touch(tenant, addr, prefer) else {
             self.error.get_or_insert_with(|| "out of memory: every tier is full (raise a tier's capacity)".into());
             return None;
         };

@@ -18,6 +18,11 @@ pub enum Placement {
     /// `fast` pages to the fast tier, then `slow` pages to the slow tier, repeating;
     /// only the slow tier once the fast one is full (SpAR's no-migration baseline, §4).
     RoundRobin { fast: u32, slow: u32 },
+    /// The policy chooses, page by page: first touch asks its
+    /// [`Observer::place`](super::Observer::place) (the future-knowledge bounds place
+    /// by a list made before the run). The hook is consulted only on first touch,
+    /// never on the reference path.
+    Chosen,
 }
 
 /// The state a placement mode needs between decisions.
@@ -44,7 +49,8 @@ impl Placer {
         let slow_tier = if tiers > 1 { TierId::SLOW } else { TierId::FAST };
         let capacity = |t: usize| frames.frames(TierId(t as u8));
         let t = match self.mode {
-            Placement::FastFirst => 0,
+            // (`Chosen` comes here only when the policy has no preference.)
+            Placement::FastFirst | Placement::Chosen => 0,
             Placement::SlowOnly => slow_tier.index(),
             Placement::Interleave => (0..tiers)
                 .filter(|&t| capacity(t) > 0)

@@ -452,16 +452,25 @@ impl Space {
         *e = pfn << 12 | (*e & 0xfff);
     }
 
+    /// Whether first touch of managed address `addr` of `tenant` would try a huge
+    /// page: THP is on and no base-page node covers the address.
+    pub(crate) fn wants_huge(&self, tenant: u16, addr: u64) -> bool {
+        self.thp && self.tenants[tenant as usize].table.small_node(addr).is_none()
+    }
+
     /// Maps the page holding managed address `addr` of `tenant` on first touch where
-    /// the placement mode says, falling back to any tier with room (a huge page falls
+    /// `prefer` says, or else the placement mode, falling back to any tier with room (a huge page falls
     /// back to a base page in the chosen tier first); a tier's reserve is taken only
     /// when no tier has room above its own. Sets the owners and counts. `None` when
     /// every tier is full (or no frame is left for a page-table node).
-    pub(crate) fn first_touch(&mut self, tenant: u16, addr: u64) -> Option<Placed> {
+    pub(crate) fn first_touch(&mut self, tenant: u16, addr: u64, prefer: Option<TierId>) -> Option<Placed> {
         let ti = tenant as usize;
-        let want_huge = self.thp && self.tenants[ti].table.small_node(addr).is_none();
-        let first = self.placer.choose(&self.alloc);
+        let want_huge = self.wants_huge(tenant, addr);
         let tiers = self.bounds.len();
+        let first = match prefer {
+            Some(t) if t.index() < tiers => t,
+            _ => self.placer.choose(&self.alloc),
+        };
         let mut placed = None;
         // First above every tier's reserve, then into the reserves; the chosen tier
         // first, then the others in order.

@@ -25,7 +25,7 @@ fn machine(fast: u64, slow: u64, placement: Placement) -> Machine {
 /// Maps `n` base pages from `BASE` without touching them through the caches.
 fn map(m: &mut Machine, n: u64) {
     for i in 0..n {
-        m.space.first_touch(0, BASE + (i << 12)).expect("room for the page");
+        m.space.first_touch(0, BASE + (i << 12), None).expect("room for the page");
     }
 }
 

@@ -22,6 +22,7 @@ pub mod kstaled;
 pub mod lru;
 pub mod nimble;
 pub mod numa;
+pub mod oracle;
 pub mod otf;
 pub mod params;
 pub mod rainbow;
@@ -113,6 +114,11 @@ pub struct Requirements<S> {
     pub threads: Vec<ThreadKind>,
     /// The specification of the machine's redirection structure (`()` for none).
     pub redirect: S,
+    /// The policy reads the whole reference stream before the run: the engine opens
+    /// every source a second time, as the run will, and hands each batch to
+    /// [`Policy::foresee`] (the future-knowledge bounds). Sources that cannot be read
+    /// twice are refused.
+    pub foresight: bool,
 }
 
 impl<S: Default> Default for Requirements<S> {
@@ -124,6 +130,7 @@ impl<S: Default> Default for Requirements<S> {
             fast_reserve: FastReserve::None,
             threads: Vec::new(),
             redirect: S::default(),
+            foresight: false,
         }
     }
 }
@@ -161,6 +168,16 @@ pub trait Policy<R: Redirect = NoRedirect>: Observer + Sized {
     /// 0: a policy whose background threads pace themselves on their own clocks (with
     /// `Op::Sleep`, as DAMON's kdamonds do) hands them their first job here.
     fn on_start(&mut self, _mech: &mut Mechanisms<R>) {}
+
+    /// With `Requirements::foresight`: called before the run with every batch of
+    /// references core `core` will make, in order, as the run will see them (tenants
+    /// rewritten as the engine does); then [`Policy::foreseen`] once.
+    fn foresee(&mut self, _core: usize, _batch: &[Access]) {}
+
+    /// Called once after the last [`Policy::foresee`], before the machine is built.
+    fn foreseen(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
 
     /// Called after every reference, with what it cost and the mechanisms of its core.
     #[inline]

@@ -11,6 +11,7 @@ use super::kstaled::Kstaled;
 use super::lru::Lru;
 use super::nimble::Nimble;
 use super::numa::NumaBalancing;
+use super::oracle::{Oracle, OracleStatic};
 use super::otf::{HugePageOtf, Otf, SpAr, SpRm};
 use super::rainbow::Rainbow;
 use super::thermostat::Thermostat;
@@ -60,6 +61,8 @@ policies! {
     "hemem" => HeMem, "HeMem (SOSP'21): PEBS samples of LLC-missing loads and of stores, fixed hot thresholds with cooling, hot slow pages swapped with cold fast ones, copies write-protected";
     "linux-tiering" => LinuxTiering, "Linux 6.x NUMA balancing in memory-tiering mode: slow pages promoted on hinting faults within the hot threshold (1 s, adjusted to the rate limit), kswapd demotes the inactive tail to the promotion watermark";
     "tpp" => Tpp, "Transparent Page Placement (ASPLOS'23): hinting faults promote only active slow pages, kswapd demotes ahead of allocation down to a 2 % demotion watermark";
+    "oracle" => Oracle, "future-knowledge bound: reads the whole stream first, keeps in the fast tier the pages with the most weighted references in the coming window, moved by charged migrations";
+    "oracle-static" => OracleStatic, "future-knowledge bound: the pages with the most weighted references over the whole run born in the fast tier, no migration";
     "lru" => Lru, "Linux-style active/inactive lists from Accessed-bit scans: promote active slow pages, demote inactive fast ones under watermarks";
     "damon-tiering" => DamonTiering, "Linux 6.11 DAMON tiering: a kdamond per tier samples adaptive physical-address regions, DAMOS migrate_cold demotes idle fast regions, migrate_hot promotes hot slow ones, under quotas and watermarks";
     "hscc-4k" => Hscc<false> [Copies], "DRAM caches hot 4 KiB NVM pages, counted per reference in the TLB, utility-based (HSCC, ICS'17, as Rainbow §IV-A)";

@@ -228,8 +228,13 @@ pub struct SimInfo {
     /// Wall time of the simulation proper (the reference loop).
     pub wall_seconds: f64,
     /// Wall time before it: the footprint pass over traces, building the workloads
-    /// (graphs, matrices) and the machine.
+    /// (graphs, matrices) and the machine, and the first pass of a policy with
+    /// foresight.
     pub setup_seconds: f64,
+    /// Of the setup, the first pass over every source of a policy that reads the
+    /// reference stream before the run (`oracle`, `oracle-static`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub foresight_seconds: Option<f64>,
     /// Wall time of the whole command, every run of it included (`compare`,
     /// `--slowdown-vs`).
     pub command_seconds: f64,
@@ -482,6 +487,7 @@ impl Report {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 wall_seconds: wall_s,
                 setup_seconds: 0.0,
+                foresight_seconds: None,
                 command_seconds: 0.0,
                 references_per_second: if wall_s > 0.0 { refs as f64 / wall_s } else { 0.0 },
                 verify,
