@@ -108,6 +108,8 @@ pub struct MachineInfo {
     /// Levels of the cache hierarchy: a reference whose `RefOutcome::level` is this
     /// many missed every cache and was served by memory.
     pub cache_levels: usize,
+    /// The cache hierarchy's configuration (for a policy's functional model of it).
+    pub caches: Vec<cache::CacheConfig>,
 }
 
 impl MachineInfo {
@@ -256,6 +258,7 @@ impl MachineInfo {
             vm_tenants: b.tenants.iter().filter(|&&k| k == TenantKind::Vm).count(),
             thp: b.thp,
             cache_levels: cfg.caches.len(),
+            caches: cfg.caches.clone(),
             fast_hidden,
         }
     }

@@ -34,6 +34,7 @@
 use super::baselines::NoConfig;
 use super::{FastReserve, Policy, PolicyReport, Requirements};
 use crate::machine::placement::Placement;
+use crate::machine::cache::{CacheConfig, Caches};
 use crate::machine::{MachineInfo, Observer, PageInfo, PlaceEvent, RefOutcome, TierId};
 use crate::mechanism::{Executor, Job, JobDone, Mechanisms, Op, Scope, ThreadId, ThreadKind};
 use crate::monitor::{Pacer, Period, Watermarks};
@@ -114,7 +115,6 @@ struct CoreFuture {
 
 /// What the first pass learnt: every unit (page as the run maps it) the stream
 /// touches, its weight over the whole run, and per core the weights in chunks.
-#[derive(Clone, Debug)]
 pub struct Future {
     /// log2 of a unit's bytes.
     shift: u32,
@@ -134,6 +134,10 @@ pub struct Future {
     open: Option<usize>,
     /// The last key looked up and its unit (consecutive references often share a page).
     last: Option<(u64, u32)>,
+    /// A functional copy of the machine's caches ([`Future::filtered`]), and the
+    /// lines the current reference wrote back to memory.
+    caches: Option<Caches>,
+    writebacks: Vec<u64>,
 }
 
 impl Future {
@@ -152,6 +156,61 @@ impl Future {
             touched: Vec::new(),
             open: None,
             last: None,
+            caches: None,
+            writebacks: Vec::new(),
+        }
+    }
+
+    /// Weighs memory accesses instead of references: each reference goes through a
+    /// functional copy of the caches `levels` of a `cores`-core machine, addressed as
+    /// if the units were laid out one after another in the order first touched (the
+    /// run's physical layout differs, so do the sets of conflicts; capacity and reuse
+    /// do not); a reference missing every level weighs a read of its line from memory
+    /// (a write allocates, reading it first), and a dirty line leaving the last level
+    /// weighs a write to its unit.
+    pub fn filtered(mut self, levels: &[CacheConfig], cores: usize) -> Future {
+        if !levels.is_empty() {
+            self.caches = Some(Caches::new(levels, cores));
+        }
+        self
+    }
+
+    /// Whether memory accesses are weighed (see [`Future::filtered`]).
+    pub fn is_filtered(&self) -> bool {
+        self.caches.is_some()
+    }
+
+    /// The unit of `key`, numbered on first sight.
+    #[inline]
+    fn unit_of_key(&mut self, key: u64) -> u32 {
+        match self.last {
+            Some((k, u)) if k == key => u,
+            _ => {
+                let next = self.keys.len() as u32;
+                let u = *self.ids.entry(key).or_insert(next);
+                if u == next {
+                    self.keys.push(key);
+                    self.total.push(0);
+                    if self.chunked {
+                        self.scratch.push(0);
+                    }
+                }
+                self.last = Some((key, u));
+                u
+            }
+        }
+    }
+
+    /// Adds weight `w` to unit `u`, in the open chunk.
+    #[inline]
+    fn add(&mut self, u: u32, w: u32) {
+        self.total[u as usize] += w as u64;
+        if self.chunked {
+            let s = &mut self.scratch[u as usize];
+            if *s == 0 && w > 0 {
+                self.touched.push(u);
+            }
+            *s = s.saturating_add(w);
         }
     }
 
@@ -206,31 +265,23 @@ impl Future {
             self.switch_to(core);
         }
         for a in batch {
-            let key = self.key(a.tenant, a.vaddr);
-            let u = match self.last {
-                Some((k, u)) if k == key => u,
-                _ => {
-                    let next = self.keys.len() as u32;
-                    let u = *self.ids.entry(key).or_insert(next);
-                    if u == next {
-                        self.keys.push(key);
-                        self.total.push(0);
-                        if self.chunked {
-                            self.scratch.push(0);
-                        }
+            let u = self.unit_of_key(self.key(a.tenant, a.vaddr));
+            match &mut self.caches {
+                None => self.add(u, self.weights.of_access(a)),
+                Some(caches) => {
+                    // Units laid out one after another, as frames are.
+                    let addr = (u as u64) << self.shift | (a.vaddr & ((1 << self.shift) - 1));
+                    let wbs = &mut self.writebacks;
+                    let (level, _) = caches.access(core, addr, a.is_write(), &mut |line| wbs.push(line));
+                    if level == caches.depth() {
+                        self.add(u, self.weights.read);
                     }
-                    self.last = Some((key, u));
-                    u
+                    for i in 0..self.writebacks.len() {
+                        let victim = ((self.writebacks[i] << 6) >> self.shift) as u32;
+                        self.add(victim, self.weights.write);
+                    }
+                    self.writebacks.clear();
                 }
-            };
-            let w = self.weights.of_access(a);
-            self.total[u as usize] += w as u64;
-            if self.chunked {
-                let s = &mut self.scratch[u as usize];
-                if *s == 0 && w > 0 {
-                    self.touched.push(u);
-                }
-                *s = s.saturating_add(w);
             }
             let c = &mut self.cores[core];
             c.refs += 1;
@@ -384,10 +435,14 @@ fn check(info: &MachineInfo, name: &str) -> anyhow::Result<u32> {
     Ok(if info.thp { info.huge_page_bytes.trailing_zeros() } else { 12 })
 }
 
-/// Shares of the weighted references served from the fast tier (counted per
-/// reference, before the caches, as the oracle weighs them).
+/// Shares served from the fast tier during the run: of all references, and of the
+/// weight as the record counts it (memory reads of lines with the cache filter,
+/// which the run sees as references served by memory; its write-backs are not seen
+/// here, so the achieved share can differ from the predicted one by their part).
 #[derive(Clone, Debug, Default)]
 struct Achieved {
+    /// Cache levels: a reference whose outcome's level is this many went to memory.
+    levels: usize,
     fast_first: u64,
     fast_frames: u64,
     refs: u64,
@@ -399,12 +454,22 @@ struct Achieved {
 impl Achieved {
     fn new(info: &MachineInfo) -> Achieved {
         let t = info.tier(TierId::FAST);
-        Achieved { fast_first: t.base_pfn, fast_frames: t.frames, ..Achieved::default() }
+        Achieved { levels: info.cache_levels, fast_first: t.base_pfn, fast_frames: t.frames, ..Achieved::default() }
     }
 
+    /// Counts reference `a`: every reference for the reference share; for the
+    /// weight share what the record weighs — a read of the line when memory served it
+    /// (with the cache filter), else the reference's own weight.
     #[inline]
-    fn count(&mut self, w: u32, out: &RefOutcome) {
+    fn count(&mut self, future: &Future, a: &Access, out: &RefOutcome) {
         let fast = (out.paddr >> 12).wrapping_sub(self.fast_first) < self.fast_frames;
+        let w = if !future.is_filtered() {
+            future.weights.of_access(a)
+        } else if out.level >= self.levels {
+            future.weights.read
+        } else {
+            0
+        };
         self.refs += 1;
         self.weight += w as u64;
         if fast {
@@ -617,7 +682,7 @@ impl Policy for Oracle {
             (ns * 4.0 * cfg.move_cost_factor).round() as u64
         };
         let cost = [cost(4096), cost(info.huge_page_bytes)];
-        let future = Future::new(shift, weights, cfg.chunk_refs, true);
+        let future = Future::new(shift, weights, cfg.chunk_refs, true).filtered(&info.caches, info.cores);
         let cores = info.cores;
         Ok(Oracle {
             cfg,
@@ -678,7 +743,7 @@ impl Policy for Oracle {
         if let Executor::Core(c) = mech.executor() {
             self.done[c] += 1;
         }
-        self.achieved.count(self.future.weights.of_access(a), out);
+        self.achieved.count(&self.future, a, out);
         let now = mech.now();
         if self.pacer.due(now) {
             if mech.thread(THREAD).is_ok_and(|t| t.idle) {
@@ -753,7 +818,7 @@ impl Policy for OracleStatic {
     fn new(_: NoConfig, info: &MachineInfo) -> anyhow::Result<Self> {
         let shift = check(info, "oracle-static")?;
         Ok(OracleStatic {
-            future: Future::new(shift, Weights::of(info), 1, false),
+            future: Future::new(shift, Weights::of(info), 1, false).filtered(&info.caches, info.cores),
             fast_frames: info.tier(TierId::FAST).frames,
             table_frames: table_frames(info),
             in_set: Vec::new(),
@@ -781,7 +846,7 @@ impl Policy for OracleStatic {
 
     #[inline]
     fn on_reference(&mut self, a: &Access, out: &RefOutcome, _: &mut Mechanisms) {
-        self.achieved.count(self.future.weights.of_access(a), out);
+        self.achieved.count(&self.future, a, out);
     }
 
     fn report(&self, out: &mut PolicyReport) {
