@@ -54,3 +54,21 @@ for fast in (25, 50):
     oracle = dict((p, g) for p, _, g in rows).get("oracle", float("nan"))
     for p, row, g in rows:
         print(f"| {p} | " + " | ".join(row) + f" | {cell(g, '{:.3f}')} | {cell(g / oracle, '{:.2f}')} |")
+
+LONG = ["first-touch", "linux-tiering", "tpp", "tpp-flush", "damon-tiering", "oracle-static", "oracle"]
+if any(load(f"long-{p}-kv") for p in LONG):
+    print("\n### 30 s of simulated time, fast tier at 25 %\n")
+    print("Slowdown against all-fast; in brackets, the fast-tier share of demand accesses and the MiB migrated. `tpp-flush`: TPP with `machine.costs.flush_on_clear_young = true`.\n")
+    print("| policy | kv | stream |")
+    print("|---|---|---|")
+    base = {w: load(f"long-all-fast-{w}") for w in ("kv", "stream")}
+    for p in LONG:
+        row = []
+        for w in ("kv", "stream"):
+            r = load(f"long-{p}-{w}")
+            if r is None or base[w] is None:
+                row.append("–")
+                continue
+            mib = r["summary"]["migrated_bytes"] / (1 << 20)
+            row.append(f"{cycles(r) / cycles(base[w]):.3f} ({100 * r['summary']['fast_tier_fraction']:.0f} %, {mib:.0f})")
+        print(f"| {p} | " + " | ".join(row) + " |")
