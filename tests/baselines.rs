@@ -4,6 +4,8 @@
 //! with processes and VMs, 4 KiB and 2 MiB pages, one and two tenants; and what each
 //! must have done.
 
+mod common;
+
 use tiersim::config::{Config, Sources};
 use tiersim::engine::{run, RunOptions};
 use tiersim::report::Report;
@@ -21,14 +23,8 @@ const FAST_PERIODS: &[&str] = &[
 
 fn run_with(policy: &str, tenants: &[&str], sets: &[&str]) -> Report {
     let mut all: Vec<String> = FAST_PERIODS.iter().chain(sets).map(|s| s.to_string()).collect();
-    all.extend([
-        format!("policy.name=\"{policy}\""),
-        "workload.refs=150000".into(),
-        "engine.epoch_cycles=300000".into(),
-        "engine.check_invariants=true".into(),
-    ]);
-    let cfg = Config::load(&Sources { tenants: tenants.iter().map(|s| s.to_string()).collect(), sets: all, ..Default::default() }).unwrap();
-    run(&cfg, &RunOptions { verify: true, ..Default::default() }).unwrap_or_else(|e| panic!("{policy} {tenants:?} {sets:?}: {e}"))
+    all.push("workload.refs=150000".into());
+    common::run_verified(policy, tenants, &all)
 }
 
 fn u(r: &Report, path: &str) -> u64 {

@@ -3,8 +3,8 @@
 //! a short run: under `--verify` on every workload, with processes and VMs, 4 KiB and
 //! 2 MiB pages, one and two tenants; and what each must have done.
 
-use tiersim::config::{Config, Sources};
-use tiersim::engine::{run, RunOptions};
+mod common;
+
 use tiersim::report::Report;
 use tiersim::workload::WORKLOADS;
 
@@ -20,12 +20,10 @@ const FAST_PERIODS: &[&str] = &[
 
 fn run_with(policy: &str, tenants: &[&str], sets: &[&str]) -> Report {
     let mut all: Vec<String> = FAST_PERIODS.iter().chain(sets).map(|s| s.to_string()).collect();
-    all.extend([format!("policy.name=\"{policy}\""), "engine.epoch_cycles=300000".into(), "engine.check_invariants=true".into()]);
     if !sets.iter().any(|s| s.starts_with("workload.refs")) {
         all.push("workload.refs=150000".into());
     }
-    let cfg = Config::load(&Sources { tenants: tenants.iter().map(|s| s.to_string()).collect(), sets: all, ..Default::default() }).unwrap();
-    run(&cfg, &RunOptions { verify: true, ..Default::default() }).unwrap_or_else(|e| panic!("{policy} {tenants:?} {sets:?}: {e}"))
+    common::run_verified(policy, tenants, &all)
 }
 
 fn u(r: &Report, key: &str) -> u64 {

@@ -1,8 +1,23 @@
 //! What the integration tests share: running the binary, scratch files, reading a
-//! trace whole.
+//! trace whole, a checked run of a policy.
+#![allow(dead_code)]
 
 use std::process::{Command, Output};
+use tiersim::config::{Config, Sources};
+use tiersim::engine::{run, RunOptions};
+use tiersim::report::Report;
 use tiersim::trace::{open, Access, OpenOptions};
+
+/// Runs `policy` on `tenants` (none: the workload the settings give) with the
+/// `--set` settings `sets`, the machine's invariants checked at every epoch (of
+/// 300 000 cycles) and the shadow memory verifying every read; panics with the run's
+/// error.
+pub fn run_verified(policy: &str, tenants: &[&str], sets: &[String]) -> Report {
+    let mut all = sets.to_vec();
+    all.extend([format!("policy.name=\"{policy}\""), "engine.epoch_cycles=300000".into(), "engine.check_invariants=true".into()]);
+    let cfg = Config::load(&Sources { tenants: tenants.iter().map(|s| s.to_string()).collect(), sets: all, ..Default::default() }).unwrap();
+    run(&cfg, &RunOptions { verify: true, ..Default::default() }).unwrap_or_else(|e| panic!("{policy} {tenants:?} {sets:?}: {e}"))
+}
 
 /// Runs the tiersim binary with `args`.
 pub fn tiersim(args: &[&str]) -> Output {
