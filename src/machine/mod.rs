@@ -588,6 +588,7 @@ impl<R: Redirect> Machine<R> {
 
     /// Sets the Dirty bit of the PTE behind `entry` with a write through the caches
     /// issued `after` cycles into the reference; returns its latency.
+    #[inline(always)]
     fn set_dirty_bit<O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, entry: &TlbEntry, after: u64, obs: &mut O) -> u64 {
         let (slot, addr, huge) = if entry.slot != NO_SLOT {
             (Some(entry.slot as usize), vaddr, entry.huge)
