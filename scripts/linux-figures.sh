@@ -8,15 +8,18 @@
 # Every workload first writes its whole footprint in address order (workload.init).
 #
 # Sections:
-#   short   six workloads × fast tier at 25 % and 50 %, 1.5–3 s of simulated time
-#           each: short against Linux's periods (one 256 MB scan window per second,
-#           DAMON's 30 s minimum age, Thermostat's 30 s) — the doc says what that means
-#   long    kv and stream at 25 % for 30 s of simulated time; TPP also with
+#   short   six workloads × fast tier at 25 % and 50 %, 1.2–6 s of simulated time
+#           each with first-touch: short against Linux's periods (one 256 MB scan
+#           window per second, DAMON's 30 s minimum age, Thermostat's 30 s) — the doc
+#           says what that means
+#   long    kv and stream at 25 % for about 30 s of simulated time; TPP also with
 #           machine.costs.flush_on_clear_young (an arm64-like flush)
+#   hotkv   kv with a hot fifth of its keys taking 80 % of the operations (HMM-V's
+#           setting) and 4 KiB pages, at 25 %, for about 25 s: a hot set to find
 # One JSON per run in $OUT (default ./linux-figures); runs already done are kept;
 # tables in $OUT/summary.md. T=path/to/tiersim to use a given binary; POLICIES="a b"
 # to run only some policies.
-# usage: scripts/linux-figures.sh [SECTION ...]   (default both; about 40 + 30 minutes on two cores)
+# usage: scripts/linux-figures.sh [SECTION ...]   (default all; about 40 + 30 + 15 minutes on two cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${T:-}" ]; then
@@ -27,7 +30,7 @@ source scripts/jobs.sh
 OUT=${OUT:-$PWD/linux-figures}
 mkdir -p "$OUT"
 SECTIONS=("$@")
-[ ${#SECTIONS[@]} -gt 0 ] || SECTIONS=(short long)
+[ ${#SECTIONS[@]} -gt 0 ] || SECTIONS=(short long hotkv)
 read -r -a POLICIES <<< "${POLICIES:-all-fast first-touch linux-tiering tpp damon-tiering oracle oracle-static thermostat rainbow}"
 
 # References for about 3 s (kv, stream) and 1.5 s (the others) of simulated time with
@@ -54,7 +57,13 @@ for s in "${SECTIONS[@]}"; do
                 [ $p = tpp ] && jobs+=("run --preset cxl --workload $w --footprint 256MiB --refs ${LONG_REFS[$w]} --set workload.init=true --set machine.tiers.fast.capacity=\"25%\" --set machine.costs.flush_on_clear_young=true --policy tpp --json $OUT/long-tpp-flush-$w.json")
             done
             ;;
-        *) echo "unknown section $s (short, long)" >&2; exit 2 ;;
+        hotkv)
+            [ $p = rainbow ] || [ $p = thermostat ] && continue
+            HOT="--set workload.kv.popularity=\"hotspot\" --set workload.kv.hot_keys=0.2 --set machine.page_table.thp=false"
+            jobs+=("run --preset cxl --workload kv --footprint 256MiB --refs 300000000 --set workload.init=true --set machine.tiers.fast.capacity=\"25%\" $HOT --policy $p --json $OUT/hotkv-$p.json")
+            [ $p = tpp ] && jobs+=("run --preset cxl --workload kv --footprint 256MiB --refs 300000000 --set workload.init=true --set machine.tiers.fast.capacity=\"25%\" $HOT --set machine.costs.flush_on_clear_young=true --policy tpp --json $OUT/hotkv-tpp-flush.json")
+            ;;
+        *) echo "unknown section $s (short, long, hotkv)" >&2; exit 2 ;;
         esac
     done
 done

@@ -72,3 +72,16 @@ if any(load(f"long-{p}-kv") for p in LONG):
             mib = r["summary"]["migrated_bytes"] / (1 << 20)
             row.append(f"{cycles(r) / cycles(base[w]):.3f} ({100 * r['summary']['fast_tier_fraction']:.0f} %, {mib:.0f})")
         print(f"| {p} | " + " | ".join(row) + " |")
+
+HOT = ["first-touch", "linux-tiering", "tpp", "tpp-flush", "damon-tiering", "oracle-static", "oracle"]
+base = load("hotkv-all-fast")
+if base and any(load(f"hotkv-{p}") for p in HOT):
+    print("\n### kv with hot keys, 4 KiB pages, fast tier at 25 %\n")
+    print("| policy | slowdown vs all-fast | fast-tier share | MiB migrated | simulated s |")
+    print("|---|---|---|---|---|")
+    for p in HOT:
+        r = load(f"hotkv-{p}")
+        if r is None:
+            continue
+        s = r["summary"]
+        print(f"| {p} | {cycles(r) / cycles(base):.3f} | {100 * s['fast_tier_fraction']:.0f} % | {s['migrated_bytes'] / (1 << 20):.0f} | {s['seconds']:.1f} |")
