@@ -1,19 +1,12 @@
 #!/usr/bin/env python3
 """Tables of scripts/baselines-figures.sh from its JSON reports (argument: the folder)."""
-import json
-import math
-import os
 import sys
+
+from reports import geomean, load
 
 out = sys.argv[1]
 
 
-def load(folder, name):
-    path = os.path.join(folder, name + ".json")
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
 
 
 def core_time(c):
@@ -21,9 +14,6 @@ def core_time(c):
     return c["instructions"] / c["ipc"] if c["ipc"] else float("nan")
 
 
-def geomean(xs):
-    xs = [x for x in xs if x == x and x > 0]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
 
 
 POL = ["numa-balancing", "memory-mode", "nimble", "hemem", "hmm-v"]

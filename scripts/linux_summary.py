@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """Tables of scripts/linux-figures.sh from its JSON reports (argument: the folder)."""
-import json
-import math
-import os
 import sys
+
+import reports
 
 out = sys.argv[1]
 WORKLOADS = ["kv", "stream", "graph-bfs", "pagerank", "spmv-cg", "gemm"]
@@ -11,20 +10,13 @@ POLICIES = ["first-touch", "linux-tiering", "tpp", "damon-tiering", "thermostat"
 
 
 def load(name):
-    path = os.path.join(out, name + ".json")
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
+    return reports.load(out, name)
 
 
 def cycles(r):
     return r["summary"]["cycles"]
 
 
-def geomean(xs):
-    xs = [x for x in xs if x == x and x > 0]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
 
 
 def cell(x, fmt):
@@ -50,7 +42,7 @@ for fast in (25, 50):
             slow.append(s)
             mib = r["summary"]["migrated_bytes"] / (1 << 20)
             row.append(f"{s:.3f} ({100 * r['summary']['fast_tier_fraction']:.0f} %, {mib:.0f})")
-        rows.append((p, row, geomean(slow)))
+        rows.append((p, row, reports.geomean(slow)))
     oracle = dict((p, g) for p, _, g in rows).get("oracle", float("nan"))
     for p, row, g in rows:
         print(f"| {p} | " + " | ".join(row) + f" | {cell(g, '{:.3f}')} | {cell(g / oracle, '{:.2f}')} |")
