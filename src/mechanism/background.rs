@@ -319,8 +319,14 @@ impl Threads {
 
     /// Moves thread `t`'s clock to where `x` ended, counting the time as busy.
     pub(crate) fn advance<R: Redirect>(&mut self, t: usize, x: &Exec, m: &mut Machine<R>) {
+        self.advance_idle(t, x, m, 0);
+    }
+
+    /// Moves thread `t`'s clock to `x`'s, of which `idle` cycles were spent asleep
+    /// (not busy).
+    fn advance_idle<R: Redirect>(&mut self, t: usize, x: &Exec, m: &mut Machine<R>, idle: u64) {
         let th = &mut self.threads[t];
-        let busy = x.at - th.clock;
+        let busy = x.at - th.clock - idle;
         th.clock = x.at;
         th.stats.busy_cycles += busy;
         m.stats.background_cycles += busy;
@@ -402,11 +408,8 @@ impl Threads {
         }
         let finished = job.next == job.ops.len();
         // A sleep moves the clock without the thread being busy.
+        self.advance_idle(t, &x, m, sleep);
         let th = &mut self.threads[t];
-        let busy = x.at - th.clock - sleep;
-        th.clock = x.at;
-        th.stats.busy_cycles += busy;
-        m.stats.background_cycles += busy;
         if done_op {
             th.stats.ops_done += 1;
             th.stats.ops_refused += th.queue.front().and_then(|j| j.results.last()).is_some_and(|r| r.is_err()) as u64;
