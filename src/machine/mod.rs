@@ -105,14 +105,17 @@ pub struct MachineInfo {
     /// Whether the fast tier is the machine's cache of the slow one (Optane Memory
     /// Mode): no page or page table ever lives there.
     pub fast_hidden: bool,
-    /// Levels of the cache hierarchy: a reference whose `RefOutcome::level` is this
-    /// many missed every cache and was served by memory.
-    pub cache_levels: usize,
     /// The cache hierarchy's configuration (for a policy's functional model of it).
     pub caches: Vec<cache::CacheConfig>,
 }
 
 impl MachineInfo {
+    /// Levels of the cache hierarchy: a reference whose `RefOutcome::level` is this
+    /// many missed every cache and was served by memory.
+    pub fn cache_levels(&self) -> usize {
+        self.caches.len()
+    }
+
     pub fn tier(&self, t: TierId) -> &TierInfo {
         &self.tiers[t.index()]
     }
@@ -257,7 +260,6 @@ impl MachineInfo {
             tenants: b.tenants.len(),
             vm_tenants: b.tenants.iter().filter(|&&k| k == TenantKind::Vm).count(),
             thp: b.thp,
-            cache_levels: cfg.caches.len(),
             caches: cfg.caches.clone(),
             fast_hidden,
         }

@@ -314,7 +314,6 @@ pub(crate) fn table_iv_info(fast_frames: u64, slow_frames: u64, slow_base: u64) 
         tenants: 1,
         vm_tenants: 0,
         thp: false,
-        cache_levels: 3,
         caches: crate::machine::cache::default_hierarchy(),
         fast_hidden: false,
     }

@@ -287,7 +287,7 @@ impl Policy for HeMem {
             clock: 0,
             pacer,
             events: vec![[0; 3]; m.cores],
-            cache_levels: m.cache_levels,
+            cache_levels: m.cache_levels(),
             slow_base_pfn: m.tier(TierId::SLOW).base_pfn,
             sample_cycles: (cfg.pebs_sample_ns * m.freq_ghz).round() as u64,
             pages: Vec::new(),

@@ -36,7 +36,7 @@
 use super::{FastReserve, Policy, PolicyReport, Requirements};
 use crate::machine::placement::Placement;
 use crate::machine::{FaultEvent, FaultKind, MachineInfo, Observer, PageRef, RefOutcome, TierId};
-use crate::mechanism::Mechanisms;
+use crate::mechanism::{HintWindow, Mechanisms};
 use crate::monitor::Watermarks;
 use crate::params;
 use crate::trace::Access;
@@ -111,16 +111,42 @@ pub fn promotes(free: u64, high_watermark: u64, frames: u64) -> bool {
     free >= high_watermark + frames
 }
 
-/// One task's scanner: `mm->numa_scan_offset`, `numa_next_scan`, `numa_scan_period`.
+/// One task's scanner: `mm->numa_scan_offset`, `numa_next_scan`, `numa_scan_period`
+/// (tiering mode's scanner too, whose period never changes).
 #[derive(Clone, Debug, Default, Serialize)]
-struct Scanner {
-    offset: u64,
-    next_scan: u64,
-    period: u64,
-    pass: PassFaults,
-    windows: u64,
-    passes: u64,
-    marked: u64,
+pub(crate) struct Scanner {
+    pub offset: u64,
+    pub next_scan: u64,
+    pub period: u64,
+    pub pass: PassFaults,
+    pub windows: u64,
+    pub passes: u64,
+    pub marked: u64,
+}
+
+impl Scanner {
+    /// A task that scans its first window `delay` cycles in, at that period.
+    pub fn new(delay: u64) -> Scanner {
+        Scanner { next_scan: delay, period: delay.max(1), ..Scanner::default() }
+    }
+
+    /// Window `w` was marked: where the next one starts. Returns whether it ended a
+    /// pass over the address space (the next starts again from its beginning).
+    pub fn window_done(&mut self, w: &HintWindow) -> bool {
+        self.windows += 1;
+        self.marked += w.marked;
+        match w.next {
+            Some(next) => {
+                self.offset = next;
+                false
+            }
+            None => {
+                self.offset = 0;
+                self.passes += 1;
+                true
+            }
+        }
+    }
 }
 
 /// A hinting fault waiting for its handler, which runs after the reference.
@@ -200,16 +226,9 @@ impl NumaBalancing {
         let min = self.ms(self.cfg.scan_period_min_ms / windows as f64).max(floor);
         let max = self.ms(self.cfg.scan_period_max_ms / windows as f64).max(min);
         let s = &mut self.scanners[tenant as usize];
-        s.windows += 1;
-        s.marked += w.marked;
-        match w.next {
-            Some(next) => s.offset = next,
-            None => {
-                s.offset = 0;
-                s.passes += 1;
-                s.period = next_scan_period(s.period, &s.pass, min, max);
-                s.pass = PassFaults::default();
-            }
+        if s.window_done(&w) {
+            s.period = next_scan_period(s.period, &s.pass, min, max);
+            s.pass = PassFaults::default();
         }
         s.next_scan = mech.now() + s.period;
     }
@@ -240,16 +259,20 @@ impl Policy for NumaBalancing {
         let window_bytes = ((cfg.scan_size_mb * (1 << 20) as f64) as u64).max(4096);
         let cycles_per_ms = m.freq_ghz * 1e6;
         let delay = (cfg.scan_delay_ms * cycles_per_ms).round() as u64;
-        let scanners = (0..m.tenants).map(|_| Scanner { next_scan: delay, period: delay.max(1), ..Scanner::default() }).collect();
+        let scanners = (0..m.tenants).map(|_| Scanner::new(delay)).collect();
         Ok(NumaBalancing { cfg, scanners, pending: Vec::new(), marks, window_bytes, cycles_per_ms, totals: Totals::default() })
     }
 
     #[inline]
     fn on_reference(&mut self, a: &Access, _: &RefOutcome, mech: &mut Mechanisms) {
         if !self.pending.is_empty() {
-            for h in std::mem::take(&mut self.pending) {
+            // Taken and given back, so that its buffer is reused.
+            let mut pending = std::mem::take(&mut self.pending);
+            for &h in &pending {
                 self.handle(h, mech);
             }
+            pending.clear();
+            self.pending = pending;
         }
         if mech.now() >= self.scanners[a.tenant as usize].next_scan {
             self.scan(a.tenant, mech);

@@ -454,7 +454,7 @@ struct Achieved {
 impl Achieved {
     fn new(info: &MachineInfo) -> Achieved {
         let t = info.tier(TierId::FAST);
-        Achieved { levels: info.cache_levels, fast_first: t.base_pfn, fast_frames: t.frames, ..Achieved::default() }
+        Achieved { levels: info.cache_levels(), fast_first: t.base_pfn, fast_frames: t.frames, ..Achieved::default() }
     }
 
     /// Counts reference `a`: every reference for the reference share; for the

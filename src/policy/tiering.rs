@@ -49,6 +49,7 @@
 //! twice the high watermark; patch 3/5 checks it after every allocation and on every
 //! scheduler tick) and reclaims up to it, so demotion runs ahead of allocation.
 
+use super::numa::Scanner;
 use super::{FastReserve, Policy, PolicyReport, Requirements};
 use crate::machine::{FaultEvent, FaultKind, MachineInfo, Observer, PageRef, RefOutcome, TierId};
 use crate::mechanism::{Job, JobDone, Mechanisms, Op, ThreadId, ThreadKind};
@@ -223,23 +224,6 @@ impl FastMarks {
     }
 }
 
-/// Which of the two kernels runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Tiering,
-    Tpp,
-}
-
-/// One task's scanner.
-#[derive(Clone, Debug, Default)]
-struct Scanner {
-    offset: u64,
-    next_scan: u64,
-    windows: u64,
-    passes: u64,
-    marked: u64,
-}
-
 #[derive(Clone, Debug, Default, Serialize)]
 struct Totals {
     hint_faults: u64,
@@ -267,10 +251,8 @@ struct Totals {
 
 /// The state both policies share; see the module documentation.
 struct Kernel {
-    kind: Kind,
-    /// Tiering mode's promotion rule (`None` for TPP).
+    /// Tiering mode's promotion rule (`None`: TPP's).
     tiering: Option<TieringParams>,
-    scan_delay: u64,
     window_bytes: u64,
     cycles_per_ms: f64,
     marks: FastMarks,
@@ -295,7 +277,7 @@ struct Kernel {
 }
 
 impl Kernel {
-    fn new(kind: Kind, scan_delay_ms: f64, scan_size_mb: f64, marks: FastMarks, demotion: bool, m: &MachineInfo, policy: &str) -> anyhow::Result<Kernel> {
+    fn new(tiering: Option<TieringParams>, scan_delay_ms: f64, scan_size_mb: f64, marks: FastMarks, demotion: bool, m: &MachineInfo, policy: &str) -> anyhow::Result<Kernel> {
         if !m.has(TierId::SLOW) {
             anyhow::bail!("policy.{policy}: needs a slow tier");
         }
@@ -308,14 +290,12 @@ impl Kernel {
         let scan_delay = ((scan_delay_ms * cycles_per_ms).round() as u64).max(1);
         let window_bytes = ((scan_size_mb * (1 << 20) as f64) as u64).max(4096);
         Ok(Kernel {
-            kind,
-            tiering: None,
-            scan_delay,
+            tiering,
             window_bytes,
             cycles_per_ms,
             marks,
             demotion,
-            scanners: (0..m.tenants).map(|_| Scanner { next_scan: scan_delay, ..Scanner::default() }).collect(),
+            scanners: (0..m.tenants).map(|_| Scanner::new(scan_delay)).collect(),
             lists: [LruLists::new(), LruLists::new()],
             pages: Vec::new(),
             marked_at: Vec::new(),
@@ -381,8 +361,9 @@ impl Kernel {
             return;
         }
         let pages = info.base_pages();
-        let go = match self.kind {
-            Kind::Tpp => {
+        let go = match self.tiering {
+            Some(t) => self.hot(t, n, pages, mech),
+            None => {
                 if self.lists[1].place(n) == Place::On(Which::Active) {
                     true
                 } else {
@@ -391,7 +372,6 @@ impl Kernel {
                     false
                 }
             }
-            Kind::Tiering => self.hot(n, pages, mech),
         };
         if !go {
             return;
@@ -413,8 +393,7 @@ impl Kernel {
     /// mode: plenty of room promotes (and resets the threshold); otherwise the
     /// threshold is adjusted, and a page marked too long ago or over the rate limit
     /// stays.
-    fn hot(&mut self, n: u64, pages: u64, mech: &mut Mechanisms) -> bool {
-        let Some(t) = self.tiering else { return true };
+    fn hot(&mut self, t: TieringParams, n: u64, pages: u64, mech: &mut Mechanisms) -> bool {
         if mech.free_frames(TierId::FAST) >= self.marks.plenty {
             self.threshold.threshold = 0;
             return true;
@@ -447,36 +426,35 @@ impl Kernel {
             return;
         };
         let s = &mut self.scanners[tenant as usize];
-        s.windows += 1;
-        s.marked += w.marked;
-        match w.next {
-            Some(next) => s.offset = next,
-            None => {
-                s.offset = 0;
-                s.passes += 1;
-            }
-        }
-        s.next_scan = mech.now() + self.scan_delay;
+        s.window_done(&w);
+        s.next_scan = mech.now() + s.period;
     }
 
     fn on_reference(&mut self, a: &Access, mech: &mut Mechanisms) {
+        // (The queues are taken and given back, so that their buffers are reused.)
         if !self.new_pages.is_empty() {
-            for (n, page) in std::mem::take(&mut self.new_pages) {
+            let mut new_pages = std::mem::take(&mut self.new_pages);
+            for &(n, page) in &new_pages {
                 let Ok(info) = mech.page(page) else { continue };
                 self.record(n, page);
                 self.lists[info.tier.index().min(1)].add(n);
             }
+            new_pages.clear();
+            self.new_pages = new_pages;
         }
         if !self.hints.is_empty() {
-            for (n, page) in std::mem::take(&mut self.hints) {
+            let mut hints = std::mem::take(&mut self.hints);
+            for &(n, page) in &hints {
                 self.handle(n, page, mech);
             }
+            hints.clear();
+            self.hints = hints;
         }
         let now = mech.now();
         if now >= self.scanners[a.tenant as usize].next_scan {
             self.scan(a.tenant, mech);
         }
-        if self.kind == Kind::Tpp && now >= self.next_tick {
+        if self.tiering.is_none() && now >= self.next_tick {
             self.next_tick = now + self.tick;
             if mech.free_frames(TierId::FAST) < self.marks.target {
                 self.wake_kswapd(mech);
@@ -612,11 +590,10 @@ impl Policy for LinuxTiering {
             }
         }
         let marks = FastMarks::tiering(m.tier(TierId::FAST).frames, cfg.watermark_scale_factor);
-        let mut k = Kernel::new(Kind::Tiering, cfg.scan_delay_ms, cfg.scan_size_mb, marks, cfg.demotion_enabled, m, "linux-tiering")?;
         // The sysctl is in MB/s; the kernel shifts it by 20 − PAGE_SHIFT into pages.
-        let cycles = |ms: f64| ((ms * k.cycles_per_ms).round() as u64).max(1);
-        k.tiering = Some(TieringParams { hot: cycles(cfg.hot_threshold_ms), period: cycles(cfg.scan_period_max_ms), second: cycles(1000.0), limit_pages: (cfg.promote_rate_limit_mbps * 256.0) as u64 });
-        Ok(LinuxTiering(k))
+        let cycles = |ms: f64| ((ms * m.freq_ghz * 1e6).round() as u64).max(1);
+        let t = TieringParams { hot: cycles(cfg.hot_threshold_ms), period: cycles(cfg.scan_period_max_ms), second: cycles(1000.0), limit_pages: (cfg.promote_rate_limit_mbps * 256.0) as u64 };
+        Ok(LinuxTiering(Kernel::new(Some(t), cfg.scan_delay_ms, cfg.scan_size_mb, marks, cfg.demotion_enabled, m, "linux-tiering")?))
     }
 
     #[inline]
@@ -645,7 +622,7 @@ impl Policy for Tpp {
             anyhow::bail!("policy.tpp.demote_scale_factor: must be between 1 and 10000 (1/10000 of the fast node), got {}", cfg.demote_scale_factor);
         }
         let marks = FastMarks::tpp(m.tier(TierId::FAST).frames, cfg.watermark_scale_factor, cfg.demote_scale_factor);
-        Ok(Tpp(Kernel::new(Kind::Tpp, cfg.scan_delay_ms, cfg.scan_size_mb, marks, true, m, "tpp")?))
+        Ok(Tpp(Kernel::new(None, cfg.scan_delay_ms, cfg.scan_size_mb, marks, true, m, "tpp")?))
     }
 
     #[inline]
