@@ -142,6 +142,7 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
         "Thermostat §4.2 as measured: slow memory emulated by a ~1 µs fault per TLB miss (BadgerTrap)",
         include_str!("../../presets/thermostat-emulated.toml"),
     ),
+    ("memos", "memos §5–§7: DRAM and NVM channels side by side (MCHA), bank bits 12–14/20–21, 16 LLC slabs, 7 GB/s DDR3", include_str!("../../presets/memos.toml")),
     ("cxl", "DDR5 local memory + CXL-attached expander (~2.5× latency, lower bandwidth)", include_str!("../../presets/cxl.toml")),
 ];
 

@@ -3,7 +3,7 @@
 //! through [`Observer`], whose methods default to no-ops that the compiler removes.
 
 use super::space::PageInfo;
-use super::TierId;
+use super::{Colour, TierId};
 
 /// Where a memory access came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,8 +107,23 @@ pub trait Observer {
     /// First touch falls back to the other tiers as always when the preferred one
     /// has no room (above its reserve) or is beyond the tenant's quota.
     #[inline]
-    fn place(&mut self, _e: &PlaceEvent) -> TierId {
-        TierId::FAST
+    fn place(&mut self, _e: &PlaceEvent) -> Birthplace {
+        TierId::FAST.into()
+    }
+}
+
+/// Where a page should be born: a tier, and within it a frame colour (channel, bank,
+/// LLC-set bits; see `Mechanisms::colour`). A base page takes a frame of the colour
+/// when one is free and any frame of the tier otherwise; a huge page ignores it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Birthplace {
+    pub tier: TierId,
+    pub colour: Colour,
+}
+
+impl From<TierId> for Birthplace {
+    fn from(tier: TierId) -> Birthplace {
+        Birthplace { tier, colour: Colour::ANY }
     }
 }
 

@@ -44,11 +44,12 @@ pub use self::core::{Core, CoreStats};
 pub use alloc::Colour;
 pub use config::{MachineConfig, PageTableConfig, TiersConfig};
 pub use error::{Direction, MechError};
-pub use events::{FaultEvent, FaultKind, MemEvent, MemKind, Observer, PlaceEvent, RefOutcome, ScanEvent, TlbMissEvent};
+pub use events::{Birthplace, FaultEvent, FaultKind, MemEvent, MemKind, Observer, PlaceEvent, RefOutcome, ScanEvent, TlbMissEvent};
 pub use ids::{PageRef, TierId};
 pub use redirect::{NoRedirect, Redirect};
 pub use rmap::Owner;
 pub use space::{PageInfo, TenantKind};
+pub use tier::TierStats;
 
 use crate::trace::Access;
 use crate::units::Size;
@@ -75,6 +76,10 @@ pub struct TierInfo {
     pub write_ns: f64,
     /// Peak bandwidth of all channels in GB/s.
     pub gbps: f64,
+    /// Tier-local physical-address bits that select the channel and the bank within
+    /// it, least significant first (the mapping in effect, default or configured).
+    pub channel_bits: Vec<u8>,
+    pub bank_bits: Vec<u8>,
 }
 
 /// Static facts about the machine a policy may read; built once per run.
@@ -238,13 +243,18 @@ impl MachineInfo {
             .all()
             .into_iter()
             .zip(frames.iter().zip(bases))
-            .map(|(t, (&frames, base_pfn))| TierInfo {
-                name: t.name.clone(),
-                frames,
-                base_pfn,
-                read_ns: t.read_miss_ns,
-                write_ns: t.write_miss_ns,
-                gbps: t.channel_gbps * t.channels as f64,
+            .map(|(t, (&frames, base_pfn))| {
+                let (channel_bits, bank_bits) = t.mapping_bits().unwrap_or_default();
+                TierInfo {
+                    name: t.name.clone(),
+                    frames,
+                    base_pfn,
+                    read_ns: t.read_miss_ns,
+                    write_ns: t.write_miss_ns,
+                    gbps: t.channel_gbps * t.channels as f64,
+                    channel_bits,
+                    bank_bits,
+                }
             })
             .collect();
         MachineInfo {

@@ -364,12 +364,15 @@ impl<R: Redirect> Machine<R> {
     }
 
     /// Moves `page` to tier `to` into a frame of `colour` (base pages only): allocate,
-    /// flush, copy, rewrite the PTE, shoot down, `migrate_software_ns`, free.
+    /// flush, copy, rewrite the PTE, shoot down, `migrate_software_ns`, free. A page
+    /// may move within its tier when its frame is not of `colour`.
     pub(crate) fn migrate(&mut self, x: &mut Exec, page: PageRef, to: TierId, colour: Colour) -> Result<PageInfo, MechError> {
         self.space.check_tier(to)?;
         let m = self.mapped(page)?;
         let from = self.space.tier_of(m.pfn());
-        if from == to {
+        // Within its tier a page may move only to a frame of another colour (memos'
+        // bank rebalancing inside a channel, §7.2).
+        if from == to && (colour == Colour::ANY || colour.matches(m.pfn())) {
             return Err(MechError::AlreadyThere { page, tier: to });
         }
         if m.huge && colour != Colour::ANY {

@@ -13,7 +13,7 @@ use super::error::MechError;
 use super::page_table::{LeafAt, NodeFrames, PageTable, ACCESSED, DIRTY, POISONED, PRESENT};
 use super::placement::{Placement, Placer};
 use super::rmap::{Owner, ReverseMap};
-use super::{PageRef, TierId};
+use super::{Birthplace, PageRef, TierId};
 use serde::{Deserialize, Serialize};
 use std::ops::ControlFlow;
 
@@ -463,13 +463,13 @@ impl Space {
     /// back to a base page in the chosen tier first); a tier's reserve is taken only
     /// when no tier has room above its own. Sets the owners and counts. `None` when
     /// every tier is full (or no frame is left for a page-table node).
-    pub(crate) fn first_touch(&mut self, tenant: u16, addr: u64, prefer: Option<TierId>) -> Option<Placed> {
+    pub(crate) fn first_touch(&mut self, tenant: u16, addr: u64, prefer: Option<Birthplace>) -> Option<Placed> {
         let ti = tenant as usize;
         let want_huge = self.wants_huge(tenant, addr);
         let tiers = self.bounds.len();
-        let first = match prefer {
-            Some(t) if t.index() < tiers => t,
-            _ => self.placer.choose(&self.alloc),
+        let (first, colour) = match prefer {
+            Some(b) if b.tier.index() < tiers => (b.tier, b.colour),
+            _ => (self.placer.choose(&self.alloc), Colour::ANY),
         };
         let mut placed = None;
         // First above every tier's reserve, then into the reserves; the chosen tier
@@ -487,7 +487,8 @@ impl Space {
                     }
                 }
                 if x.fits(t, 1) && room(1) {
-                    if let Some(f) = self.alloc.alloc(t, Colour::ANY) {
+                    let coloured = if t == first && colour != Colour::ANY { self.alloc.alloc(t, colour) } else { None };
+                    if let Some(f) = coloured.or_else(|| self.alloc.alloc(t, Colour::ANY)) {
                         placed = Some((t, f, false));
                         break 'search;
                     }

@@ -165,6 +165,11 @@ pub struct TierConfig {
     pub static_mw_per_gib: f64,
     /// Writes a cell endures before wearing out; 0 = unlimited (DRAM).
     pub endurance_writes: u64,
+    /// Share of the ideal (perfectly levelled) lifetime a Start-Gap wear leveller
+    /// reaches (Qureshi et al., MICRO 2009); the report's `start_gap_lifetime_years` is
+    /// this times `ideal_lifetime_years`. 0.95 is memos' assumption (§7.1: "an overall
+    /// lifetime which is 95% of the average NVM cell lifetime").
+    pub start_gap_efficiency: f64,
     /// Entries of each channel's posted-write queue. Writes (write-backs, migration
     /// copies) wait there and drain in the background while reads go first; only a full
     /// queue holds reads back (forced drain). 0 = no queue: every request in arrival
@@ -213,6 +218,7 @@ impl Default for TierConfig {
             write_miss_pj_per_bit: 1.02 * 242.0 / 125.0,
             static_mw_per_gib: 100.0,
             endurance_writes: 0,
+            start_gap_efficiency: 0.95,
             write_queue_entries: 32,
         }
     }
@@ -255,6 +261,7 @@ pub fn pcm_default() -> TierConfig {
         write_miss_pj_per_bit: 1684.8,
         static_mw_per_gib: 10.0,
         endurance_writes: 100_000_000,
+        start_gap_efficiency: 0.95,
         write_queue_entries: 32,
     }
 }
@@ -290,6 +297,11 @@ impl TierConfig {
             self.channel_gbps
         );
         ensure!(
+            self.start_gap_efficiency > 0.0 && self.start_gap_efficiency <= 1.0,
+            "start_gap_efficiency: must be a share in (0, 1], got {}",
+            self.start_gap_efficiency
+        );
+        ensure!(
             self.write_channel_gbps.is_finite() && self.write_channel_gbps >= 0.0,
             "write_channel_gbps: must be a positive bandwidth in GB/s (or 0: channel_gbps), got {}",
             self.write_channel_gbps
@@ -309,7 +321,7 @@ impl TierConfig {
 
     /// The channel and bank bit positions in effect (the default mapping when both
     /// lists are empty), validated.
-    fn mapping_bits(&self) -> Result<(Vec<u8>, Vec<u8>)> {
+    pub(crate) fn mapping_bits(&self) -> Result<(Vec<u8>, Vec<u8>)> {
         let n_channel = self.channels.trailing_zeros() as u8;
         let n_bank = self.banks.trailing_zeros() as u8;
         if self.channel_bits.is_empty() && self.bank_bits.is_empty() {
@@ -549,6 +561,7 @@ pub struct Tier {
     pj_per_bit: [f64; 4],
     static_mw_per_gib: f64,
     endurance_writes: u64,
+    start_gap_efficiency: f64,
     /// 64-byte line writes per 4 KiB frame; empty when endurance is unlimited.
     frame_writes: Vec<u32>,
     /// Wear increments not yet applied to `frame_writes` (frame + 1; 0 = empty slot).
@@ -637,6 +650,7 @@ impl Tier {
             pj_per_bit,
             static_mw_per_gib: cfg.static_mw_per_gib,
             endurance_writes: cfg.endurance_writes,
+            start_gap_efficiency: cfg.start_gap_efficiency,
             frame_writes: vec![0; frames],
             pending_wear: [0; WEAR_RING],
             pending_pos: 0,
@@ -862,6 +876,12 @@ impl Tier {
         Some(self.endurance_writes as f64 * lines * seconds / writes as f64 / SECONDS_PER_YEAR)
     }
 
+    /// [`Tier::ideal_lifetime_years`] times the Start-Gap efficiency: what a real
+    /// wear leveller keeps of perfect levelling (memos §7.1).
+    pub fn start_gap_lifetime_years(&self, seconds: f64) -> Option<f64> {
+        self.ideal_lifetime_years(seconds).map(|y| y * self.start_gap_efficiency)
+    }
+
     pub fn capacity_bytes(&self) -> u64 {
         self.capacity_bytes
     }
@@ -900,6 +920,7 @@ mod tests {
             write_miss_pj_per_bit: 10.0,
             static_mw_per_gib: 100.0,
             endurance_writes: 0,
+            start_gap_efficiency: 0.95,
             write_queue_entries: 0,
         }
     }
@@ -1216,6 +1237,8 @@ mod tests {
         // Levelled over all 16 384 lines of 1 MiB, the 6400 writes would last
         // 16 384 / 64 = 256 times longer.
         assert!((t.ideal_lifetime_years(seconds).unwrap() - 256.0).abs() < 1e-9);
+        // Start-Gap keeps 95 % of that (memos §7.1): 243.2 years.
+        assert!((t.start_gap_lifetime_years(seconds).unwrap() - 243.2).abs() < 1e-9);
         assert_eq!(t.lifetime_years(0.0), None);
 
         // Demand writes wear frames too.

@@ -235,6 +235,14 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
         self.m.space().allocator().free_frames(tier)
     }
 
+    /// The traffic counters of `tier` since the run began (what a memory controller's
+    /// performance counters give, as memos reads per-channel bandwidth from the PMU,
+    /// §4.2): demand and mechanism 64-byte reads and writes. A policy that wants a
+    /// bandwidth takes the difference between two readings over the time between.
+    pub fn tier_stats(&self, tier: TierId) -> &crate::machine::TierStats {
+        self.m.memory().tiers().all()[tier.index()].stats()
+    }
+
     pub fn capacity_frames(&self, tier: TierId) -> u64 {
         self.m.space().allocator().frames(tier)
     }

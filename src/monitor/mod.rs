@@ -14,7 +14,9 @@
 //! - [`watermarks`]: free-page watermarks and the reclaim they trigger;
 //! - [`regions`]: DAMON's adaptive regions (sampling counts, ages, merge and split);
 //! - [`damos`]: DAMON-based operation schemes: access patterns, quotas with score
-//!   prioritisation, watermark activation.
+//!   prioritisation, watermark activation;
+//! - [`hierarchy`]: how busy each bank and LLC slab is (memos' Bank/Cache_Freq_Table)
+//!   and the coldest place for a moving page.
 //!
 //! The limits every move is held to are enforced below, in the mechanism layer, so
 //! that no policy can bypass them: promotion and demotion rate limits
@@ -23,6 +25,7 @@
 
 pub mod buckets;
 pub mod damos;
+pub mod hierarchy;
 pub mod lists;
 pub mod pacer;
 pub mod queue;
@@ -31,6 +34,7 @@ pub mod tracker;
 pub mod watermarks;
 
 pub use buckets::{degree, hottest, sort_by_degree};
+pub use hierarchy::Hierarchy;
 pub use damos::{AccessPattern, Metric, Prefer, Quota, Scheme, ScoreScale, Stat, Weights, Wmarks};
 pub use lists::{LruLists, Place, Verdict, Which};
 pub use pacer::{Pacer, PacerReport, Period};

@@ -300,7 +300,7 @@ pub enum Admit {
 #[cfg(test)]
 pub(crate) fn table_iv_info(fast_frames: u64, slow_frames: u64, slow_base: u64) -> MachineInfo {
     use crate::machine::TierInfo;
-    let tier = |name: &str, frames, base_pfn, read_ns, write_ns| TierInfo { name: name.into(), frames, base_pfn, read_ns, write_ns, gbps: 10.7 };
+    let tier = |name: &str, frames, base_pfn, read_ns, write_ns| TierInfo { name: name.into(), frames, base_pfn, read_ns, write_ns, channel_bits: Vec::new(), bank_bits: Vec::new(), gbps: 10.7 };
     MachineInfo {
         cores: 1,
         freq_ghz: 3.2,

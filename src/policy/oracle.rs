@@ -35,7 +35,7 @@ use super::baselines::NoConfig;
 use super::{FastReserve, Policy, PolicyReport, Requirements};
 use crate::machine::placement::Placement;
 use crate::machine::cache::{CacheConfig, Caches};
-use crate::machine::{MachineInfo, Observer, PageInfo, PlaceEvent, RefOutcome, TierId};
+use crate::machine::{Birthplace, MachineInfo, Observer, PageInfo, PlaceEvent, RefOutcome, TierId};
 use crate::mechanism::{Executor, Job, JobDone, Mechanisms, Op, Scope, ThreadId, ThreadKind};
 use crate::monitor::{Pacer, Period, Watermarks};
 use crate::params;
@@ -545,18 +545,18 @@ pub struct Oracle {
 }
 
 impl Observer for Oracle {
-    fn place(&mut self, e: &PlaceEvent) -> TierId {
+    fn place(&mut self, e: &PlaceEvent) -> Birthplace {
         let frames = if e.huge { 1 << (self.future.shift - 12) } else { 1 };
         if self.future.unit(e.tenant, e.addr).is_some_and(|u| self.in_set[u as usize]) {
             self.pending = self.pending.saturating_sub(frames);
-            return TierId::FAST;
+            return TierId::FAST.into();
         }
         // Another page: the fast tier only if members to come and queued promotions
         // keep their room.
         if e.fast_free >= self.reserve + self.pending + self.promoting + frames {
-            TierId::FAST
+            TierId::FAST.into()
         } else {
-            TierId::SLOW
+            TierId::SLOW.into()
         }
     }
 }
@@ -792,10 +792,10 @@ pub struct OracleStatic {
 }
 
 impl Observer for OracleStatic {
-    fn place(&mut self, e: &PlaceEvent) -> TierId {
+    fn place(&mut self, e: &PlaceEvent) -> Birthplace {
         match self.future.unit(e.tenant, e.addr) {
-            Some(u) if self.in_set[u as usize] => TierId::FAST,
-            _ => TierId::SLOW,
+            Some(u) if self.in_set[u as usize] => TierId::FAST.into(),
+            _ => TierId::SLOW.into(),
         }
     }
 }

@@ -89,6 +89,9 @@ pub struct TierReport {
     pub lifetime_years: Option<f64>,
     /// Years until wear-out with perfect wear levelling over the whole tier.
     pub ideal_lifetime_years: Option<f64>,
+    /// Years until wear-out behind a Start-Gap leveller: the ideal lifetime times the
+    /// tier's `start_gap_efficiency` (memos §7.1: 95 %).
+    pub start_gap_lifetime_years: Option<f64>,
 }
 
 /// One point of the time series: what happened during the epoch ending at `end_cycle`.
@@ -420,6 +423,7 @@ impl Report {
                     static_energy_j: t.static_energy_j(seconds),
                     lifetime_years: t.lifetime_years(seconds),
                     ideal_lifetime_years: t.ideal_lifetime_years(seconds),
+                    start_gap_lifetime_years: t.start_gap_lifetime_years(seconds),
                 }
             })
             .collect();
