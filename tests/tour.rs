@@ -148,6 +148,15 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
                 assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);
             }
         }),
+        (
+            "compare --preset memos --policies interleave,cache-bank-colouring,memos,all-fast",
+            &["--set", "policy.memos.samplings_per_pass=10", "--set", "policy.memos.interval_s=0.5"],
+            |r| {
+                for p in ["interleave", "cache-bank-colouring", "memos", "all-fast"] {
+                    assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);
+                }
+            },
+        ),
         ("compare --preset rainbow --policies flat-static,hscc-4k,hscc-2m,rainbow,all-fast", &[], |r| {
             for p in ["flat-static", "hscc-4k", "hscc-2m", "rainbow", "all-fast"] {
                 assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);

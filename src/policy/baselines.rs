@@ -4,7 +4,8 @@
 use super::{FastTier, PageSize, Policy, Requirements};
 use crate::machine::memory_mode::{MemoryMode, MemoryModeSpec};
 use crate::machine::placement::Placement;
-use crate::machine::{MachineInfo, Observer, TierId};
+use crate::machine::{Birthplace, Colour, MachineInfo, Observer, PlaceEvent, TierId};
+use crate::monitor::Hierarchy;
 use crate::params;
 use crate::units::Size;
 
@@ -138,5 +139,95 @@ impl Policy<MemoryMode> for HardwareCache {
             anyhow::bail!("policy memory-mode: needs a slow tier for the fast one to cache");
         }
         Ok(HardwareCache)
+    }
+}
+
+/// memos' baseline (§7.1 footnote 4): pages interleaved over the channels — one to the
+/// DRAM channel, one to the NVM channel, in turn — and over the banks inside a channel
+/// by the tier's page-interleaved bank bits; no migration. The DRAM channel fills
+/// first when it is the smaller; later pages go to NVM.
+pub struct Interleave;
+
+impl Observer for Interleave {}
+
+impl Policy for Interleave {
+    type Config = NoConfig;
+    fn requirements(_: &NoConfig) -> Requirements<()> {
+        Requirements { page_size: PageSize::Base, ..placing(Placement::RoundRobin { fast: 1, slow: 1 }) }
+    }
+    fn new(_: NoConfig, info: &MachineInfo) -> anyhow::Result<Self> {
+        if !info.has(TierId::SLOW) {
+            anyhow::bail!("policy interleave: needs a slow tier");
+        }
+        Ok(Interleave)
+    }
+}
+
+params! {
+    /// Parameters of the vertical cache-bank partitioning baseline.
+    pub struct CacheBankConfig {
+        /// Physical-address bits of the LLC slabs (memos §5.2: bits 15–18).
+        pub slab_bits: Vec<u8> = vec![15, 16, 17, 18],
+    }
+}
+
+/// Vertical cache-bank partitioning, the related work memos compares against in §7.3
+/// (Liu et al., ISCA'14: banks and LLC sets partitioned among the cores by page
+/// colouring): each core gets an equal, disjoint share of the banks and of the LLC
+/// slabs, and its pages take those colours in turn; the channels are interleaved page
+/// by page as in `interleave` ("with dual-channel interleaving scheme"), with no
+/// channel awareness and no migration between media. With more cores than banks or
+/// slabs, cores share them modulo. Base pages only (a huge frame has every colour).
+pub struct CacheBankColouring {
+    hierarchy: Hierarchy,
+    cores: usize,
+    /// Pages placed so far, per core (which colour comes next) and overall (which channel).
+    placed: Vec<u64>,
+    turn: u64,
+}
+
+impl CacheBankColouring {
+    /// The `n`-th (bank, slab) of `core`'s share of `tier`: its banks and slabs in turn.
+    fn colour(&self, tier: TierId, core: usize, n: u64) -> Colour {
+        let share = |total: usize| {
+            let per = (total / self.cores).max(1);
+            let first = (core * per) % total;
+            (first, per)
+        };
+        let (b0, nb) = share(self.hierarchy.banks(tier));
+        let (s0, ns) = share(self.hierarchy.slabs());
+        let bank = b0 + (n % nb as u64) as usize;
+        let slab = s0 + (n / nb as u64 % ns as u64) as usize;
+        self.hierarchy.colour(tier, Some(bank), Some(slab))
+    }
+}
+
+impl Observer for CacheBankColouring {
+    fn place(&mut self, e: &PlaceEvent) -> Birthplace {
+        let tier = if self.turn % 2 == 0 { TierId::FAST } else { TierId::SLOW };
+        self.turn += 1;
+        let core = e.core % self.cores;
+        let n = self.placed[core];
+        self.placed[core] += 1;
+        Birthplace { tier, colour: self.colour(tier, core, n) }
+    }
+}
+
+impl Policy for CacheBankColouring {
+    type Config = CacheBankConfig;
+    fn requirements(_: &CacheBankConfig) -> Requirements<()> {
+        Requirements { page_size: PageSize::Base, ..placing(Placement::Chosen) }
+    }
+    fn new(cfg: CacheBankConfig, info: &MachineInfo) -> anyhow::Result<Self> {
+        if !info.has(TierId::SLOW) {
+            anyhow::bail!("policy cache-bank-colouring: needs a slow tier");
+        }
+        let bank_bits = [TierId::FAST, TierId::SLOW].map(|t| {
+            let i = info.tier(t);
+            i.channel_bits.iter().chain(&i.bank_bits).copied().filter(|&b| b >= 12).collect::<Vec<u8>>()
+        });
+        let hierarchy = Hierarchy::new(bank_bits.to_vec(), cfg.slab_bits).map_err(|e| anyhow::anyhow!("policy.cache-bank-colouring.slab_bits: {e}"))?;
+        let cores = info.cores.max(1);
+        Ok(CacheBankColouring { hierarchy, cores, placed: vec![0; cores], turn: 0 })
     }
 }

@@ -20,6 +20,7 @@ pub mod hmmv;
 pub mod hscc;
 pub mod kstaled;
 pub mod lru;
+pub mod memos;
 pub mod nimble;
 pub mod numa;
 pub mod oracle;

@@ -2,13 +2,14 @@
 //! here, once per run. A policy whose machine needs a redirection structure names
 //! its type in brackets after the policy type.
 
-use super::baselines::{AllFast, AllSlow, FirstTouch, FlatStatic, HardwareCache, RoundRobin};
+use super::baselines::{AllFast, AllSlow, CacheBankColouring, FirstTouch, FlatStatic, HardwareCache, Interleave, RoundRobin};
 use super::damon::DamonTiering;
 use super::hemem::HeMem;
 use super::hmmv::{EptScanner, Full, HmmV};
 use super::hscc::Hscc;
 use super::kstaled::Kstaled;
 use super::lru::Lru;
+use super::memos::Memos;
 use super::nimble::Nimble;
 use super::numa::NumaBalancing;
 use super::oracle::{Oracle, OracleStatic};
@@ -55,6 +56,8 @@ policies! {
     "first-touch" => FirstTouch, "fast tier until full, then slow; no migration";
     "flat-static" => FlatStatic, "pages interleaved over tiers by capacity ratio; no migration (Rainbow §IV-A)";
     "round-robin" => RoundRobin, "N fast : M slow pages in turn until fast is full; no migration (SpAR §4)";
+    "interleave" => Interleave, "pages alternate between the DRAM and NVM channels, banks page-interleaved inside each; no migration (memos §7.1 footnote 4)";
+    "cache-bank-colouring" => CacheBankColouring, "each core's pages coloured into its own share of banks and LLC slabs, channels interleaved; no migration (vertical cache-bank partitioning, memos §7.3)";
     "memory-mode" => HardwareCache [MemoryMode], "Optane Memory Mode: the whole fast tier a direct-mapped, write-back hardware cache of the slow tier in 64 B lines (HMM-V §3.1)";
     "numa-balancing" => NumaBalancing, "Linux 5.4 automatic NUMA balancing (HMM-V's NUMA_B): hinting faults on 256 MB windows, slow pages promoted if the fast node has room, no demotion";
     "nimble" => Nimble, "Nimble (ASPLOS'19): Linux's active/inactive lists from Accessed-bit scans, active slow pages promoted, hot and cold huge pages exchanged, copies on 4 threads";
@@ -73,6 +76,7 @@ policies! {
     "sprm" => Otf<SpRm> [Remap], "64 KiB subpages migrated into a fast swap area, the least beneficial moved back at 50 % full (SpRM, HMEM'21)";
     "kstaled" => Kstaled, "Accessed-bit idle pages (idle for 10 s of scans) to slow memory, back on access (Thermostat §2.1)";
     "thermostat" => Thermostat, "huge-page-aware cold-page placement under a tolerable slowdown (Thermostat, ASPLOS'17)";
+    "memos" => Memos, "memos (full-hierarchy placement): SysMon A/D sampling, WD/RD prediction over 8 passes, hot/WD pages to the DRAM channel by CPU copy, cold ones to NVM by unlocked DMA, frames coloured by coldest bank and least-used LLC slab, bank and bandwidth balancing";
     "hmm-v" => HmmV<Full>, "hypervisor tiering for VMs: PML-guided guest page-table scans, multi-level queue, degree sort, PML migration, DRAM pool (HMM-V)";
     "ept-scanner" => HmmV<EptScanner>, "RAMinate's tracking for VMs: the whole EPT scanned every second, hot pages moved as HMM-V does (HMM-V §2, §5.3)";
 }

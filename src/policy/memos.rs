@@ -1,0 +1,828 @@
+//! memos (Liu et al., "memos: a full hierarchy hybrid memory management framework"):
+//! pages placed across the whole hierarchy — LLC slabs, channels (one per medium),
+//! banks — from what page-table Accessed and Dirty bits say about each page.
+//!
+//! How the paper's parts map onto tiersim (docs/policies/memos.md has the long form and
+//! every place where the two-column text had to be pieced together):
+//! - **SysMon** (§4.2) is a kernel thread that samples: every `sampling_interval_ms`
+//!   it reads and clears the A/D bits of the sampled pages (`Op::Scan` with clear,
+//!   charged on its clock: page-table lines, per-entry work, TLB flushes). A *pass* is
+//!   `samplings_per_pass` (100) samplings. Per page and pass it counts the samplings
+//!   that saw the Accessed bit (`a`) and the Dirty bit (`d`): writes = d, reads = a − d.
+//!   The page is write-domain (WD) when `write_weight`·writes ≥ reads and it was
+//!   written (§3.1 footnote 1: WD if 2·writes ≥ reads; a page not accessed is cold,
+//!   not WD — Fig. 4 writes "0 indicates RD and cold pages"), hot when more than
+//!   `hot_share` of the samplings saw it ("most of samplings", §4.2).
+//! - **Reuse classes** (§3.3) come from the gaps between samplings that saw a page:
+//!   *rarely touched* when seen in at most `rare_share` of the samplings, *thrashing*
+//!   when its gaps are small and stable (at most `thrash_max_gap` samplings, all within
+//!   one of each other), *frequently touched* otherwise.
+//! - **Prediction** (§3.2, Fig. 4, Fig. 10 step 1–2): the last `window_len` (8) pass
+//!   outcomes form a history; `wd_high` or more WD passes predict WD_Freq_H, `wd_low`
+//!   or more WD_Freq_L, fewer Un_WD. *Reverse*: when the last `k_len` passes agree
+//!   (all WD or all not), they decide against the window's majority.
+//! - **Placement** every `interval_s` (20 s, lazy, §5.3): NVM pages predicted WD or hot
+//!   are marked will-be-migrated and ranked into the hotness list (WD_Freq_H first,
+//!   then WD_Freq_L, then hot read-domain pages; hotter first). They move to DRAM with
+//!   the locked CPU copy (§6.3 `migrate_cpu`) on a kernel thread; room is made by
+//!   moving the coldest Un_WD DRAM pages to NVM with the unlocked DMA copy on a copy
+//!   engine (§6.3: pages dirtied during the copy are discarded and retried at a later
+//!   interval). Each destination frame is coloured (§5.3, §5.4 cases 1–4): the coldest
+//!   bank of the channel by the Bank_Freq_Table, and in it the least-used slab of the
+//!   Cache_Freq_Table among those the page's class may use — slab `thrash_slab` (0) for
+//!   thrashing pages, `rare_slab` (15) for rarely touched ones, the others for
+//!   frequently touched ones; when none has room, any slab (§5.3 (4)).
+//! - **Bank rebalancing** (§7.2): after the moves, hot pages of banks with more than
+//!   their share of active pages move to the least active banks of the same channel.
+//! - **Bandwidth balancing** (§5.3): at the end of every pass, when the DRAM channel's
+//!   utilisation is at `bandwidth_bound` of its peak and the NVM channel's is not, the
+//!   hottest read-domain DRAM pages (then write-domain ones) move to NVM,
+//!   `balance_step_pages` per pass, until the DRAM utilisation begins to drop; while
+//!   DRAM stays at its bound, read-domain pages are not promoted.
+//! - **Sampling a share** (§7.4): above `full_scan_pages` tracked pages, each pass
+//!   samples a rotating `large_sample_share` of every tenant's address range.
+
+use super::{Policy, Requirements};
+use crate::machine::hypervisor::MoveHow;
+use crate::machine::placement::Placement;
+use crate::machine::{MachineInfo, Observer, PageRef, RefOutcome, ScanEvent, TierId};
+use crate::mechanism::{Job, JobDone, Mechanisms, Op, ScanMode, Scope, ThreadId, ThreadKind};
+use crate::monitor::{Hierarchy, Pacer, Period};
+use crate::params;
+use crate::trace::Access;
+use serde_json::json;
+
+params! {
+    /// Parameters of memos. Paper values where the paper gives one; the others are our
+    /// choices, named as such (docs/policies/memos.md has a sensitivity row for each).
+    pub struct MemosConfig {
+        /// Milliseconds between two A/D-bit samplings. Our choice: the paper gives 100
+        /// samplings per pass and a 20 s interval but no sampling period; 25 ms makes a
+        /// pass 2.5 s, so the 8-pass history window spans exactly one interval.
+        pub sampling_interval_ms: f64 = 25.0,
+        /// Samplings per pass (§4.2: 100).
+        pub samplings_per_pass: u32 = 100,
+        /// Seconds between two placement rounds (§5.3: 20 s, lazy migration).
+        pub interval_s: f64 = 20.0,
+        /// If above 0, ignore `sampling_interval_ms` and make this many passes over the
+        /// run, at equal reference counts (the interval keeps its passes per round).
+        pub passes_per_run: u32 = 0,
+        /// Passes of history a prediction reads (§3.2: Window_Len = 8).
+        pub window_len: u32 = 8,
+        /// Passes at the end of the window that decide against the window when they
+        /// agree (§3.2's Reverse over K_Len samples; the paper gives no value: ours).
+        pub k_len: u32 = 3,
+        /// WD passes in the window that predict WD_Freq_H (ours: 6 of 8).
+        pub wd_high: u32 = 6,
+        /// WD passes in the window that predict WD_Freq_L (ours: 4 of 8, half).
+        pub wd_low: u32 = 4,
+        /// Weight of a write against a read (§3.1 footnote 1: 2).
+        pub write_weight: u32 = 2,
+        /// A page is hot in a pass when more than this share of its samplings saw its
+        /// Accessed bit (§4.2: "most of samplings"; ours: more than half).
+        pub hot_share: f64 = 0.5,
+        /// A page seen in at most this share of the samplings is rarely touched (§3.3;
+        /// ours).
+        pub rare_share: f64 = 0.1,
+        /// A page whose gaps between sightings are all at most this many samplings,
+        /// and within one of each other, is thrashing (§3.3: "very small and stable
+        /// reuse interval"; ours). 0 = no page is thrashing.
+        pub thrash_max_gap: u32 = 2,
+        /// Physical-address bits of the LLC slabs (§5.2, Fig. 9: bits 15–18, 16 slabs).
+        pub slab_bits: Vec<u8> = vec![15, 16, 17, 18],
+        /// The slab reserved for thrashing pages (§5.3: slab 0).
+        pub thrash_slab: u32 = 0,
+        /// The slab reserved for rarely touched pages (§5.3: slab 15).
+        pub rare_slab: u32 = 15,
+        /// Share of a channel's peak bandwidth at which it counts as at its bound
+        /// (§5.3: "DDR3 is ~7GB per-channel"; the memos preset's channel is 7 GB/s,
+        /// and a queueing channel only approaches its peak: ours 0.9).
+        pub bandwidth_bound: f64 = 0.9,
+        /// DRAM pages moved to NVM per pass while balancing bandwidth (ours).
+        pub balance_step_pages: u32 = 256,
+        /// Move hot pages from busy banks to idle ones inside a channel (§7.2).
+        pub rebalance_banks: bool = true,
+        /// A bank is over its share when it holds more than (1 + this) × the mean
+        /// active pages per bank (ours).
+        pub rebalance_slack: f64 = 0.25,
+        /// At most this many rebalancing moves per interval and channel (ours).
+        pub rebalance_max_pages: u32 = 512,
+        /// Demote with the unlocked DMA copy (§6.3); false = the locked CPU copy.
+        pub dma_demotions: bool = true,
+        /// Where first touch puts pages: "slow" (§7.1: "we map applications to NVM at
+        /// the beginning") or "fast-first".
+        pub initial: String = "slow".into(),
+        /// Above this many tracked pages a pass samples a share of them (§7.4; ours:
+        /// 1 GiB of 4 KiB pages).
+        pub full_scan_pages: u64 = 262_144,
+        /// The share sampled per pass above `full_scan_pages` (§7.4: 5–15 %).
+        pub large_sample_share: f64 = 0.10,
+    }
+}
+
+const SYSMON: ThreadId = ThreadId(0);
+const MIGRATOR: ThreadId = ThreadId(1);
+const ENGINE: ThreadId = ThreadId(2);
+
+const SAMPLE: u64 = 0;
+const DEMOTE: u64 = 1;
+const PROMOTE: u64 = 2;
+const BALANCE: u64 = 3;
+const REBALANCE: u64 = 4;
+/// Same-channel moves done per `Op::Run` step of the migration thread.
+const REBALANCE_CHUNK: usize = 16;
+
+/// A page's reuse class (§3.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reuse {
+    Rare,
+    Frequent,
+    Thrashing,
+}
+
+/// A page's predicted write state (§3.2, Fig. 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Forecast {
+    /// Case 1: WD often in the window — will keep writing intensively.
+    WdFreqH,
+    /// Case 3: WD, less often.
+    WdFreqL,
+    /// Case 2: read-domain or cold.
+    UnWd,
+}
+
+/// §3.1 footnote 1: write-domain when `weight`·writes ≥ reads (and the page was
+/// written at all: a page with neither is cold).
+pub fn is_write_domain(reads: u32, writes: u32, weight: u32) -> bool {
+    writes > 0 && weight * writes >= reads
+}
+
+/// §3.2: the forecast from `history` (bit 0 the latest pass, 1 = WD) over the last
+/// `window` passes. Reverse: when the last `k_len` passes are all WD the page is
+/// predicted WD (at least Freq_L) whatever the window says, and when none of them is
+/// WD it is predicted Un_WD.
+pub fn forecast(history: u8, window: u32, k_len: u32, wd_low: u32, wd_high: u32) -> Forecast {
+    let window_mask = if window >= 8 { u8::MAX } else { (1u8 << window) - 1 };
+    let ones = (history & window_mask).count_ones();
+    let overall = if ones >= wd_high {
+        Forecast::WdFreqH
+    } else if ones >= wd_low {
+        Forecast::WdFreqL
+    } else {
+        Forecast::UnWd
+    };
+    if k_len == 0 {
+        return overall;
+    }
+    let k_mask = if k_len >= 8 { u8::MAX } else { (1u8 << k_len) - 1 };
+    match (history & k_mask, overall) {
+        (h, Forecast::UnWd) if h == k_mask => Forecast::WdFreqL,
+        (0, Forecast::WdFreqH | Forecast::WdFreqL) => Forecast::UnWd,
+        _ => overall,
+    }
+}
+
+/// §3.3: the reuse class of a page seen in `seen` of `samplings` samplings, with gaps
+/// between consecutive sightings from `min_gap` to `max_gap` samplings.
+pub fn reuse(seen: u32, samplings: u32, min_gap: u32, max_gap: u32, rare_share: f64, thrash_max_gap: u32) -> Reuse {
+    if seen as f64 <= rare_share * samplings as f64 {
+        Reuse::Rare
+    } else if seen >= 2 && max_gap <= thrash_max_gap && max_gap <= min_gap + 1 {
+        Reuse::Thrashing
+    } else {
+        Reuse::Frequent
+    }
+}
+
+/// Fig. 10 step 3: the hotness list's order — WD_Freq_H before WD_Freq_L before
+/// Un_WD, hotter first, then by address (deterministic).
+fn rank_hotness(hl: &mut [Candidate]) {
+    hl.sort_by_key(|c| (c.forecast, std::cmp::Reverse(c.heat), c.page.tenant, c.page.addr));
+}
+
+/// What SysMon keeps per page: 9 bytes (the paper's "page shadow array").
+#[derive(Clone, Copy, Debug, Default)]
+struct PageState {
+    /// This pass: samplings that saw Accessed, and Dirty.
+    seen: u8,
+    dirty: u8,
+    /// This pass: the sampling (+ 1) that last saw Accessed; the smallest and largest
+    /// gap between sightings.
+    last: u8,
+    min_gap: u8,
+    max_gap: u8,
+    /// One bit per pass, latest in bit 0: write-domain, hot.
+    wd: u8,
+    hot: u8,
+    /// Accessed samplings in the last finished pass (its hotness).
+    heat: u8,
+    /// Reuse class of the last finished pass.
+    reuse: u8,
+}
+
+/// A page considered for a move at the end of a pass.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    page: PageRef,
+    pfn: u64,
+    tier: TierId,
+    heat: u8,
+    reuse: Reuse,
+    forecast: Forecast,
+    wd_now: bool,
+    hot: bool,
+}
+
+/// One point of the per-pass series (Fig. 13, Fig. 15).
+#[derive(Clone, Copy, Debug, Default)]
+struct PassPoint {
+    end_s: f64,
+    hot: [u64; 2],
+    cold: [u64; 2],
+    reads: [u64; 2],
+    writes: [u64; 2],
+    utilisation: [f64; 2],
+    bank_sd: [f64; 2],
+}
+
+pub struct Memos {
+    cfg: MemosConfig,
+    freq_ghz: f64,
+    pacer: Pacer,
+    passes_per_round: u64,
+    pages: Vec<PageState>,
+    hierarchy: Hierarchy,
+    /// Sampling index within the pass, and passes finished.
+    sampling: u32,
+    passes: u64,
+    /// Whether the pass now running ends a placement round.
+    round_pass: bool,
+    /// Candidates gathered by the last pass: NVM pages that want DRAM, DRAM pages.
+    want_fast: Vec<Candidate>,
+    in_fast: Vec<Candidate>,
+    /// This pass's counts, per tier.
+    point: PassPoint,
+    series: Vec<PassPoint>,
+    /// Traffic counters (64-byte transfers) and time at the last pass end.
+    last_lines: [u64; 2],
+    last_pass_cycle: u64,
+    /// Bandwidth balancing: the DRAM utilisation when the last step was taken.
+    balancing: Option<f64>,
+    dram_at_bound: bool,
+    /// Promotions waiting for the demotions that make their room.
+    pending_promotions: Vec<(PageRef, crate::machine::Colour)>,
+    /// Same-channel moves left for the migration thread.
+    rebalance_queue: Vec<(PageRef, TierId, crate::machine::Colour)>,
+    /// Per tenant: the lowest and highest address sampled (for sampling a share).
+    spans: Vec<(u64, u64)>,
+    tracked: u64,
+    /// First frame of the fast and slow tiers.
+    bases: [u64; 2],
+    /// Pages handed to a demotion job, to count which moved.
+    demoting: Vec<PageRef>,
+    stats: MemosStats,
+}
+
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+struct MemosStats {
+    rounds: u64,
+    promoted: u64,
+    promote_failed: u64,
+    demoted: u64,
+    demote_discarded: u64,
+    demote_failed: u64,
+    balance_steps: u64,
+    balanced_pages: u64,
+    rebalanced: u64,
+    /// Sampled writes (Dirty samplings) seen in each tier over the run.
+    sampled_writes: [u64; 2],
+    sampled_reads: [u64; 2],
+}
+
+impl Memos {
+    fn samplings(&self) -> u32 {
+        self.cfg.samplings_per_pass
+    }
+
+    /// The slabs a page of class `reuse` may use (§5.3 (1)).
+    fn slabs_for(&self, reuse: Reuse) -> Vec<usize> {
+        let (t, r) = (self.cfg.thrash_slab as usize, self.cfg.rare_slab as usize);
+        match reuse {
+            Reuse::Thrashing => vec![t],
+            Reuse::Rare => vec![r],
+            Reuse::Frequent => (0..self.hierarchy.slabs()).filter(|&s| s != t && s != r).collect(),
+        }
+    }
+
+    /// Algorithm 2 for one page: the colour of its destination frame in `tier`, and a
+    /// frame number of that colour (for the tables), or `None` if `tier` is full.
+    fn destination(&mut self, mech: &Mechanisms, tier: TierId, reuse: Reuse, bank: Option<usize>) -> Option<(crate::machine::Colour, u64)> {
+        let h = &self.hierarchy;
+        let free = |b: usize, s: usize| mech.free_frames_coloured(tier, h.colour(tier, Some(b), Some(s))) > 0;
+        let allowed = self.slabs_for(reuse);
+        let pick = match bank {
+            None => h.choose(tier, &allowed, free).or_else(|| h.choose(tier, &(0..h.slabs()).collect::<Vec<_>>(), free)),
+            Some(b) => allowed.iter().copied().filter(|&s| free(b, s)).min_by_key(|&s| (h.slab_freq()[s], s)).map(|s| (b, s)),
+        }?;
+        let colour = h.colour(tier, Some(pick.0), Some(pick.1));
+        Some((colour, colour.value))
+    }
+
+    /// The end of one page's pass: classify, update history and tables, and consider
+    /// the page for a move if the pass ends a round.
+    fn finish_page(&mut self, p: &crate::machine::PageInfo) {
+        let n = self.samplings();
+        let st = &mut self.pages[p.page as usize];
+        let (seen, dirty) = (st.seen as u32, st.dirty as u32);
+        let (reads, writes) = (seen - dirty, dirty);
+        let wd = is_write_domain(reads, writes, self.cfg.write_weight);
+        let hot = seen as f64 > self.cfg.hot_share * n as f64;
+        let class = reuse(seen, n, st.min_gap as u32, st.max_gap as u32, self.cfg.rare_share, self.cfg.thrash_max_gap);
+        st.wd = st.wd << 1 | wd as u8;
+        st.hot = st.hot << 1 | hot as u8;
+        st.heat = st.seen;
+        st.reuse = class as u8;
+        let (wd_hist, heat) = (st.wd, st.heat);
+        *st = PageState { wd: st.wd, hot: st.hot, heat: st.heat, reuse: st.reuse, ..PageState::default() };
+        let t = p.tier.index().min(1);
+        self.hierarchy.add(p.tier, p.pfn - self.bases[t], seen as u64, hot);
+        if hot {
+            self.point.hot[t] += 1;
+        } else {
+            self.point.cold[t] += 1;
+        }
+        self.point.reads[t] += reads as u64;
+        self.point.writes[t] += writes as u64;
+        self.stats.sampled_reads[t] += reads as u64;
+        self.stats.sampled_writes[t] += writes as u64;
+        let f = forecast(wd_hist, self.cfg.window_len, self.cfg.k_len, self.cfg.wd_low, self.cfg.wd_high);
+        let c = Candidate { page: p.at(), pfn: p.pfn, tier: p.tier, heat, reuse: class, forecast: f, wd_now: wd, hot };
+        if p.tier == TierId::FAST {
+            self.in_fast.push(c);
+        } else if self.round_pass && (f != Forecast::UnWd || hot) {
+            self.want_fast.push(c);
+        }
+    }
+
+    /// The end of a pass: bandwidth, the series, balancing, and a round if due.
+    fn end_pass(&mut self, mech: &mut Mechanisms) {
+        let now = mech.now();
+        let dt = now.saturating_sub(self.last_pass_cycle).max(1) as f64 / (self.freq_ghz * 1e9);
+        for t in 0..2 {
+            let s = mech.tier_stats(TierId(t as u8));
+            let lines = s.reads + s.writes + s.mechanism_reads + s.mechanism_writes;
+            let gbps = (lines - self.last_lines[t]) as f64 * 64.0 / dt / 1e9;
+            self.point.utilisation[t] = gbps / mech.info().tier(TierId(t as u8)).gbps;
+            self.last_lines[t] = lines;
+            self.point.bank_sd[t] = self.hierarchy.bank_imbalance(TierId(t as u8));
+        }
+        self.last_pass_cycle = now;
+        self.point.end_s = now as f64 / (self.freq_ghz * 1e9);
+        self.series.push(self.point);
+        let [dram_u, nvm_u] = self.point.utilisation;
+        self.point = PassPoint::default();
+        self.passes += 1;
+        // §5.3: balance when DRAM is at its bound and NVM is not; stop once DRAM's
+        // utilisation begins to drop.
+        let bound = self.cfg.bandwidth_bound;
+        self.dram_at_bound = dram_u >= bound;
+        let step = match self.balancing {
+            Some(prev) => dram_u >= prev && self.dram_at_bound && nvm_u < bound,
+            None => self.dram_at_bound && nvm_u < bound,
+        };
+        self.balancing = step.then_some(dram_u);
+        if step {
+            self.balance(mech);
+        }
+        if self.round_pass {
+            self.round(mech);
+        }
+        self.in_fast.clear();
+        self.want_fast.clear();
+        self.round_pass = (self.passes + 1) % self.passes_per_round == 0;
+        self.hierarchy.clear();
+    }
+
+    /// One bandwidth-balancing step: the hottest read-domain DRAM pages, then
+    /// write-domain ones, to NVM.
+    fn balance(&mut self, mech: &mut Mechanisms) {
+        let mut pages: Vec<Candidate> = self.in_fast.iter().filter(|c| c.hot).copied().collect();
+        pages.sort_by_key(|c| (c.wd_now, std::cmp::Reverse(c.heat)));
+        pages.truncate(self.cfg.balance_step_pages as usize);
+        let moves = self.plan_moves(mech, &pages, TierId::SLOW);
+        if moves.is_empty() {
+            return;
+        }
+        self.stats.balance_steps += 1;
+        self.stats.balanced_pages += moves.len() as u64;
+        self.submit_demotions(mech, moves, BALANCE);
+    }
+
+    /// Destinations in `to` for `pages`, in order, as long as `to` has room.
+    fn plan_moves(&mut self, mech: &Mechanisms, pages: &[Candidate], to: TierId) -> Vec<(PageRef, TierId, crate::machine::Colour)> {
+        let mut out = Vec::with_capacity(pages.len());
+        let mut room = mech.free_frames(to);
+        for c in pages {
+            if room == 0 {
+                break;
+            }
+            let Some((colour, frame)) = self.destination(mech, to, c.reuse, None) else { break };
+            let from_local = c.pfn - mech.info().tier(c.tier).base_pfn;
+            self.hierarchy.moved((c.tier, from_local), (to, frame), c.heat as u64, c.hot);
+            out.push((c.page, to, colour));
+            room -= 1;
+        }
+        out
+    }
+
+    fn submit_demotions(&mut self, mech: &mut Mechanisms, moves: Vec<(PageRef, TierId, crate::machine::Colour)>, tag: u64) {
+        self.demoting.extend(moves.iter().map(|m| m.0));
+        let mut job = Job::new(tag);
+        if self.cfg.dma_demotions {
+            let batch = mech.plan_dma_batch(moves);
+            job.push(Op::MoveBatch { batch });
+            let _ = mech.submit(ENGINE, job);
+        } else {
+            for (page, to, colour) in moves {
+                job.push(Op::MoveAs { page, to, how: MoveHow::Linux, colour });
+            }
+            let _ = mech.submit(MIGRATOR, job);
+        }
+    }
+
+    /// A placement round (Fig. 10 steps 3–4).
+    fn round(&mut self, mech: &mut Mechanisms) {
+        self.stats.rounds += 1;
+        // The hotness list: WD_Freq_H, then WD_Freq_L, then hot read-domain pages
+        // (not while DRAM is at its bandwidth bound); hotter first.
+        let mut hl: Vec<Candidate> = std::mem::take(&mut self.want_fast);
+        if self.dram_at_bound {
+            hl.retain(|c| c.forecast != Forecast::UnWd);
+        }
+        rank_hotness(&mut hl);
+        // Room: free DRAM frames, then the coldest Un_WD DRAM pages.
+        let free = mech.free_frames(TierId::FAST) as usize;
+        let need = hl.len().saturating_sub(free);
+        let mut victims: Vec<Candidate> = self.in_fast.iter().filter(|c| !c.hot && c.forecast == Forecast::UnWd).copied().collect();
+        victims.sort_by_key(|c| (c.heat, c.page.tenant, c.page.addr));
+        victims.truncate(need);
+        hl.truncate(free + victims.len());
+        let demotions = self.plan_moves(mech, &victims, TierId::SLOW);
+        // Promotions are coloured now, against the tables as the demotions leave them;
+        // they run once the demotions have made room.
+        let mut promotions = Vec::with_capacity(hl.len());
+        for c in &hl {
+            let Some((colour, frame)) = self.destination(mech, TierId::FAST, c.reuse, None) else { break };
+            let from_local = c.pfn - mech.info().tier(c.tier).base_pfn;
+            self.hierarchy.moved((c.tier, from_local), (TierId::FAST, frame), c.heat as u64, c.hot);
+            promotions.push((c.page, colour));
+        }
+        self.pending_promotions = promotions;
+        if demotions.is_empty() {
+            self.submit_promotions(mech);
+        } else {
+            self.submit_demotions(mech, demotions, DEMOTE);
+        }
+        if self.cfg.rebalance_banks {
+            self.plan_rebalance(mech);
+        }
+    }
+
+    fn submit_promotions(&mut self, mech: &mut Mechanisms) {
+        let promotions = std::mem::take(&mut self.pending_promotions);
+        if promotions.is_empty() {
+            return;
+        }
+        let mut job = Job::new(PROMOTE);
+        for (page, colour) in promotions {
+            job.push(Op::MoveAs { page, to: TierId::FAST, how: MoveHow::Linux, colour });
+        }
+        let _ = mech.submit(MIGRATOR, job);
+    }
+
+    /// §7.2: in each channel, hot pages of banks holding more than their share of
+    /// active pages go to the least active banks.
+    fn plan_rebalance(&mut self, mech: &mut Mechanisms) {
+        for tier in [TierId::FAST, TierId::SLOW] {
+            let active = self.hierarchy.bank_active(tier).to_vec();
+            let mean = active.iter().sum::<u64>() as f64 / active.len() as f64;
+            let over = mean * (1.0 + self.cfg.rebalance_slack);
+            let mut count = active.clone();
+            let base = mech.info().tier(tier).base_pfn;
+            let mut hot: Vec<Candidate> = self.in_fast.iter().chain(&self.want_fast).filter(|c| c.tier == tier && c.hot).copied().collect();
+            if tier == TierId::SLOW {
+                hot = Vec::new();
+            }
+            hot.sort_by_key(|c| (std::cmp::Reverse(c.heat), c.page.tenant, c.page.addr));
+            let mut moved = 0;
+            for c in hot {
+                if moved >= self.cfg.rebalance_max_pages {
+                    break;
+                }
+                let from = self.hierarchy.bank_of(tier, c.pfn - base);
+                if (count[from] as f64) <= over {
+                    continue;
+                }
+                let Some(to) = (0..count.len()).min_by_key(|&b| (count[b], b)) else { break };
+                if count[to] as f64 + 1.0 > mean {
+                    break;
+                }
+                let Some((colour, frame)) = self.destination(mech, tier, c.reuse, Some(to)) else { continue };
+                self.hierarchy.moved((tier, c.pfn - base), (tier, frame), c.heat as u64, true);
+                count[from] -= 1;
+                count[to] += 1;
+                self.rebalance_queue.push((c.page, tier, colour));
+                moved += 1;
+            }
+        }
+        if !self.rebalance_queue.is_empty() {
+            let mut job = Job::new(REBALANCE);
+            job.push(Op::Run);
+            let _ = mech.submit(MIGRATOR, job);
+        }
+    }
+
+    /// The sampling job: one clearing scan of every page, or of this pass's share of
+    /// each tenant's range when the footprint is large (§7.4).
+    fn sampling_job(cfg: &MemosConfig, spans: &[(u64, u64)], tracked: u64, passes: u64) -> Job {
+        let mut job = Job::new(SAMPLE);
+        let share = cfg.large_sample_share;
+        if tracked > cfg.full_scan_pages && share < 1.0 && !spans.is_empty() {
+            let slices = (1.0 / share).round().max(1.0) as u64;
+            let k = passes % slices;
+            for (t, &(lo, hi)) in spans.iter().enumerate() {
+                if hi < lo {
+                    continue;
+                }
+                let len = (hi - lo + 4096).div_ceil(slices);
+                let start = lo + k * len;
+                job.push(Op::Scan { scope: Scope::Range { tenant: t as u16, start, end: start + len }, mode: ScanMode::Clear });
+            }
+        } else {
+            job.push(Op::Scan { scope: Scope::All, mode: ScanMode::Clear });
+        }
+        job
+    }
+}
+
+impl Observer for Memos {
+    fn on_scan(&mut self, e: &ScanEvent) {
+        let p = &e.page;
+        let i = p.page as usize;
+        if i >= self.pages.len() {
+            self.tracked = self.tracked.max(p.page + 1);
+            self.pages.resize(i + 1, PageState::default());
+        }
+        let t = p.tenant as usize;
+        if t >= self.spans.len() {
+            self.spans.resize(t + 1, (u64::MAX, 0));
+        }
+        let span = &mut self.spans[t];
+        *span = (span.0.min(p.addr), span.1.max(p.addr));
+        let j = self.sampling as u8;
+        let st = &mut self.pages[i];
+        if p.accessed {
+            st.seen += 1;
+            if st.last > 0 {
+                let gap = j + 1 - st.last;
+                st.min_gap = if st.min_gap == 0 { gap } else { st.min_gap.min(gap) };
+                st.max_gap = st.max_gap.max(gap);
+            }
+            st.last = j + 1;
+        }
+        st.dirty += p.dirty as u8;
+        if self.sampling + 1 == self.samplings() {
+            self.finish_page(p);
+        }
+    }
+}
+
+
+impl Policy for Memos {
+    type Config = MemosConfig;
+
+    fn requirements(cfg: &MemosConfig) -> Requirements<()> {
+        let placement = if cfg.initial == "fast-first" { Placement::FastFirst } else { Placement::SlowOnly };
+        Requirements {
+            page_size: super::PageSize::Base,
+            placement,
+            threads: vec![ThreadKind::Kernel, ThreadKind::Kernel, ThreadKind::CopyEngine],
+            ..Requirements::default()
+        }
+    }
+
+    fn new(cfg: MemosConfig, m: &MachineInfo) -> anyhow::Result<Self> {
+        use anyhow::bail;
+        if !m.has(TierId::SLOW) {
+            bail!("policy.memos: needs a slow tier (the NVM channel)");
+        }
+        if !["slow", "fast-first"].contains(&cfg.initial.as_str()) {
+            bail!("policy.memos.initial: must be \"slow\" or \"fast-first\", got {:?}", cfg.initial);
+        }
+        if !(1..=255).contains(&cfg.samplings_per_pass) {
+            bail!("policy.memos.samplings_per_pass: must be 1 to 255, got {}", cfg.samplings_per_pass);
+        }
+        if !(1..=8).contains(&cfg.window_len) || cfg.k_len > cfg.window_len || cfg.wd_low > cfg.wd_high || cfg.wd_high > cfg.window_len {
+            bail!(
+                "policy.memos: need 1 ≤ window_len ≤ 8, k_len ≤ window_len and wd_low ≤ wd_high ≤ window_len, got window_len {}, k_len {}, wd_low {}, wd_high {}",
+                cfg.window_len, cfg.k_len, cfg.wd_low, cfg.wd_high
+            );
+        }
+        for (field, v) in [("hot_share", cfg.hot_share), ("rare_share", cfg.rare_share), ("bandwidth_bound", cfg.bandwidth_bound), ("large_sample_share", cfg.large_sample_share)] {
+            if !(v.is_finite() && v > 0.0 && v <= 1.0) {
+                bail!("policy.memos.{field}: must be a share in (0, 1], got {v}");
+            }
+        }
+        if !(cfg.sampling_interval_ms.is_finite() && cfg.sampling_interval_ms > 0.0 && cfg.interval_s.is_finite() && cfg.interval_s > 0.0) {
+            bail!("policy.memos: sampling_interval_ms and interval_s must be positive");
+        }
+        // The slab bits must be LLC set-index bits above the page offset.
+        let llc = m.caches.last().ok_or_else(|| anyhow::anyhow!("policy.memos: needs a cache hierarchy"))?;
+        let top = 6 + (llc.size.bytes() / 64 / llc.ways as u64).trailing_zeros() as u8;
+        if let Some(b) = cfg.slab_bits.iter().find(|&&b| !(12..top).contains(&b)) {
+            bail!("policy.memos.slab_bits: bit {b} is not an LLC set-index bit above the page offset (12..={} for this LLC)", top - 1);
+        }
+        let bank_bits = [TierId::FAST, TierId::SLOW].map(|t| {
+            let i = m.tier(t);
+            i.channel_bits.iter().chain(&i.bank_bits).copied().filter(|&b| b >= 12).collect::<Vec<u8>>()
+        });
+        let hierarchy = Hierarchy::new(bank_bits.to_vec(), cfg.slab_bits.clone()).map_err(|e| anyhow::anyhow!("policy.memos.slab_bits: {e}"))?;
+        for (field, s) in [("thrash_slab", cfg.thrash_slab), ("rare_slab", cfg.rare_slab)] {
+            if s as usize >= hierarchy.slabs() {
+                bail!("policy.memos.{field}: slab {s} does not exist ({} slabs)", hierarchy.slabs());
+            }
+        }
+        let pass_s = cfg.sampling_interval_ms / 1e3 * cfg.samplings_per_pass as f64;
+        let passes_per_round = (cfg.interval_s / pass_s).round().max(1.0) as u64;
+        let period = Period::from_config(cfg.sampling_interval_ms / 1e3, cfg.passes_per_run * cfg.samplings_per_pass);
+        let pacer = Pacer::new(period, m, "policy.memos.sampling_interval_ms").map_err(anyhow::Error::msg)?;
+        Ok(Memos {
+            freq_ghz: m.freq_ghz,
+            pacer,
+            passes_per_round,
+            pages: Vec::new(),
+            hierarchy,
+            sampling: 0,
+            passes: 0,
+            round_pass: passes_per_round == 1,
+            want_fast: Vec::new(),
+            in_fast: Vec::new(),
+            point: PassPoint::default(),
+            series: Vec::new(),
+            last_lines: [0; 2],
+            last_pass_cycle: 0,
+            balancing: None,
+            dram_at_bound: false,
+            pending_promotions: Vec::new(),
+            rebalance_queue: Vec::new(),
+            spans: Vec::new(),
+            tracked: 0,
+            bases: [m.tier(TierId::FAST).base_pfn, m.tier(TierId::SLOW).base_pfn],
+            demoting: Vec::new(),
+            stats: MemosStats::default(),
+            cfg,
+        })
+    }
+
+    #[inline]
+    fn on_reference(&mut self, _a: &Access, _o: &RefOutcome, mech: &mut Mechanisms) {
+        let (cfg, spans, tracked, passes) = (&self.cfg, &self.spans, self.tracked, self.passes);
+        self.pacer.submit_when_due(mech, SYSMON, || Memos::sampling_job(cfg, spans, tracked, passes));
+    }
+
+    fn on_job_done(&mut self, done: &JobDone, mech: &mut Mechanisms) {
+        match done.tag {
+            SAMPLE => {
+                self.sampling += 1;
+                if self.sampling == self.samplings() {
+                    self.sampling = 0;
+                    self.end_pass(mech);
+                }
+            }
+            DEMOTE | BALANCE => {
+                for page in std::mem::take(&mut self.demoting) {
+                    match mech.page(page) {
+                        Ok(p) if p.tier == TierId::SLOW => self.stats.demoted += 1,
+                        Ok(_) if self.cfg.dma_demotions => self.stats.demote_discarded += 1,
+                        _ => self.stats.demote_failed += 1,
+                    }
+                }
+                if done.tag == DEMOTE {
+                    self.submit_promotions(mech);
+                }
+            }
+            PROMOTE => {
+                let ok = done.results.iter().filter(|r| r.is_ok()).count() as u64;
+                self.stats.promoted += ok;
+                self.stats.promote_failed += done.results.len() as u64 - ok;
+            }
+            REBALANCE => {
+                let take = self.rebalance_queue.len().min(REBALANCE_CHUNK);
+                for (page, tier, colour) in self.rebalance_queue.drain(..take).collect::<Vec<_>>() {
+                    if mech.migrate_coloured(page, tier, colour).is_ok() {
+                        self.stats.rebalanced += 1;
+                    }
+                }
+                if !self.rebalance_queue.is_empty() {
+                    let mut job = Job::new(REBALANCE);
+                    job.push(Op::Run);
+                    let _ = mech.submit(MIGRATOR, job);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn report(&self, out: &mut super::PolicyReport) {
+        out.insert("passes".into(), json!(self.passes));
+        out.insert("passes_per_round".into(), json!(self.passes_per_round));
+        out.insert("stats".into(), json!(self.stats));
+        let w = self.stats.sampled_writes;
+        out.insert("sampled_write_share_dram".into(), json!(w[0] as f64 / (w[0] + w[1]).max(1) as f64));
+        let col = |f: &dyn Fn(&PassPoint) -> serde_json::Value| self.series.iter().map(f).collect::<Vec<_>>();
+        out.insert(
+            "series".into(),
+            json!({
+                "end_s": col(&|p| json!(p.end_s)),
+                "hot": col(&|p| json!(p.hot)),
+                "cold": col(&|p| json!(p.cold)),
+                "reads": col(&|p| json!(p.reads)),
+                "writes": col(&|p| json!(p.writes)),
+                "utilisation": col(&|p| json!(p.utilisation)),
+                "bank_sd": col(&|p| json!(p.bank_sd)),
+            }),
+        );
+        let pacing = self.pacer.report("the sampling interval");
+        if let Some(note) = &pacing.note {
+            out.insert("note".into(), json!(note));
+        }
+        out.insert("pacing".into(), json!(pacing));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_domain_weighs_writes_twice() {
+        // §3.1 footnote 1: WD iff 2·writes ≥ reads.
+        assert!(is_write_domain(10, 5, 2), "2·5 = 10 ≥ 10");
+        assert!(!is_write_domain(11, 5, 2), "10 < 11: read-domain");
+        assert!(is_write_domain(0, 1, 2));
+        assert!(!is_write_domain(0, 0, 2), "not accessed: cold, not WD");
+        assert!(!is_write_domain(3, 0, 2), "only read");
+    }
+
+    #[test]
+    fn the_four_cases_of_fig_4() {
+        // Window 8, K_Len 3, WD_Freq_L from 4 WD passes, WD_Freq_H from 6; bit 0 is the
+        // latest pass.
+        let f = |h: u8| forecast(h, 8, 3, 4, 6);
+        // Case 1: WD intensive.
+        assert_eq!(f(0b1111_1111), Forecast::WdFreqH);
+        assert_eq!(f(0b1101_1011), Forecast::WdFreqH, "6 of 8, latest three 011: no Reverse");
+        // Case 2: no WD (read-domain or cold).
+        assert_eq!(f(0), Forecast::UnWd);
+        assert_eq!(f(0b0100_0010), Forecast::UnWd, "2 of 8");
+        // Case 3: WD, less intensive.
+        assert_eq!(f(0b0101_0101), Forecast::WdFreqL, "4 of 8, latest three 101");
+        // Case 4, Reverse: the latest three all WD turn an Un_WD window into WD ...
+        assert_eq!(f(0b0000_0111), Forecast::WdFreqL);
+        // ... and the latest three all not WD turn a WD window into Un_WD.
+        assert_eq!(f(0b1111_1000), Forecast::UnWd);
+        // History older than the window is ignored.
+        assert_eq!(forecast(0b1111_0000, 4, 3, 2, 3), Forecast::UnWd);
+        // K_Len 0: no Reverse.
+        assert_eq!(forecast(0b1111_1000, 8, 0, 4, 6), Forecast::WdFreqL);
+    }
+
+    #[test]
+    fn reuse_classes() {
+        // 100 samplings; rarely touched up to 10 sightings; thrashing if gaps ≤ 2 and stable.
+        let r = |seen, min, max| reuse(seen, 100, min, max, 0.1, 2);
+        assert_eq!(r(10, 3, 20), Reuse::Rare);
+        assert_eq!(r(100, 1, 1), Reuse::Thrashing, "seen at every sampling");
+        assert_eq!(r(50, 2, 2), Reuse::Thrashing, "every other sampling");
+        assert_eq!(r(50, 1, 5), Reuse::Frequent, "unstable");
+        assert_eq!(r(34, 3, 3), Reuse::Frequent, "stable but larger than 2");
+        assert_eq!(reuse(100, 100, 1, 1, 0.1, 0), Reuse::Frequent, "thrash_max_gap 0: none");
+    }
+
+    #[test]
+    fn the_hotness_list_puts_wd_freq_h_first_then_hotter() {
+        let c = |addr, forecast, heat| Candidate {
+            page: PageRef::new(0, addr),
+            pfn: 0,
+            tier: TierId::SLOW,
+            heat,
+            reuse: Reuse::Frequent,
+            forecast,
+            wd_now: false,
+            hot: true,
+        };
+        let mut hl = vec![c(0, Forecast::UnWd, 99), c(1, Forecast::WdFreqL, 80), c(2, Forecast::WdFreqH, 10), c(3, Forecast::WdFreqL, 90), c(4, Forecast::WdFreqH, 60)];
+        rank_hotness(&mut hl);
+        assert_eq!(hl.iter().map(|c| c.page.addr).collect::<Vec<_>>(), [4, 2, 3, 1, 0]);
+    }
+}

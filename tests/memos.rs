@@ -1,0 +1,89 @@
+//! memos and its baselines on the memos preset (DRAM and NVM channels, coloured
+//! frames), with passes scaled to short runs: under `--verify` on every workload with
+//! both copy engines, and what each must have done.
+
+mod common;
+
+use tiersim::config::{Config, Sources};
+use tiersim::engine::{run, RunOptions};
+use tiersim::report::Report;
+use tiersim::workload::WORKLOADS;
+
+/// Runs `policy` on the memos preset with the machine checked and every read verified.
+fn run_memos(policy: &str, mix: &[&str], sets: &[&str]) -> Report {
+    let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    all.extend([format!("policy.name=\"{policy}\""), "engine.epoch_cycles=300000".into(), "engine.check_invariants=true".into()]);
+    if !sets.iter().any(|s| s.starts_with("policy.memos.passes_per_run")) {
+        // 12 passes of 10 samplings, a round every 2 passes.
+        all.extend(["policy.memos.passes_per_run=12", "policy.memos.samplings_per_pass=10", "policy.memos.interval_s=0.5", "policy.memos.sampling_interval_ms=25"].map(String::from));
+    }
+    let sources = Sources { preset: Some("memos".into()), mix: mix.iter().map(|s| s.to_string()).collect(), sets: all, ..Default::default() };
+    let cfg = Config::load(&sources).unwrap();
+    run(&cfg, &RunOptions { verify: true, ..Default::default() }).unwrap_or_else(|e| panic!("{policy} {sets:?}: {e}"))
+}
+
+fn stat(r: &Report, key: &str) -> u64 {
+    r.policy_report["stats"][key].as_u64().unwrap_or_else(|| panic!("no stats.{key} in {:?}", r.policy_report))
+}
+
+#[test]
+fn memos_passes_verify_on_every_workload_with_cpu_and_dma_copies() {
+    for &(workload, _) in WORKLOADS {
+        for dma in [true, false] {
+            let sets = [format!("workload.name=\"{workload}\""), "workload.footprint=\"8MiB\"".into(), "workload.refs=120000".into(), format!("policy.memos.dma_demotions={dma}")];
+            let sets: Vec<&str> = sets.iter().map(|s| s.as_str()).collect();
+            let r = run_memos("memos", &[], &sets);
+            assert!(r.sim.verified_reads > 0, "{workload} dma={dma}");
+            assert!(r.policy_report["passes"].as_u64().unwrap() >= 10, "{workload}: {:?}", r.policy_report["passes"]);
+        }
+    }
+}
+
+#[test]
+fn baselines_pass_verify_on_a_mix() {
+    for policy in ["interleave", "cache-bank-colouring"] {
+        let r = run_memos(policy, &["kv", "stream"], &["workload.footprint=\"8MiB\"", "workload.refs=100000"]);
+        assert!(r.sim.verified_reads > 0);
+        assert_eq!(r.summary.migrations, 0, "{policy} never migrates");
+    }
+}
+
+#[test]
+fn memos_moves_written_pages_to_dram_and_keeps_nvm_writes_down() {
+    // kv writes a hot set; everything starts in NVM (§7.1). memos must move the
+    // written pages into DRAM, so that NVM takes fewer writes than under the
+    // channel-interleaved baseline.
+    let sets = ["workload.name=\"kv\"", "workload.footprint=\"16MiB\"", "workload.refs=600000"];
+    let m = run_memos("memos", &[], &sets);
+    let base = run_memos("interleave", &[], &sets);
+    assert!(stat(&m, "promoted") > 0, "{:?}", m.policy_report["stats"]);
+    assert!(stat(&m, "rounds") >= 5);
+    let nvm_writes = |r: &Report| r.tiers[1].writes;
+    assert!(nvm_writes(&m) < nvm_writes(&base), "memos {} vs interleave {}", nvm_writes(&m), nvm_writes(&base));
+    // Every promotion is counted once by the machine too.
+    assert!(m.summary.migrations >= stat(&m, "promoted") + stat(&m, "demoted"));
+}
+
+#[test]
+fn memos_is_deterministic() {
+    let sets = ["workload.name=\"hotspot\"", "workload.footprint=\"8MiB\"", "workload.refs=200000"];
+    let a = run_memos("memos", &[], &sets);
+    let b = run_memos("memos", &[], &sets);
+    assert_eq!(serde_json::to_string(&a.policy_report).unwrap(), serde_json::to_string(&b.policy_report).unwrap());
+    assert_eq!(a.summary.cycles, b.summary.cycles);
+}
+
+#[test]
+fn bad_memos_parameters_are_refused_with_the_field() {
+    let bad = |set: &str, field: &str| {
+        let sources = Sources { preset: Some("memos".into()), sets: vec![set.into(), "policy.name=\"memos\"".into(), "workload.footprint=\"8MiB\"".into(), "workload.refs=1000".into()], ..Default::default() };
+        let e = Config::load(&sources).and_then(|cfg| run(&cfg, &RunOptions::default()).map(|_| ())).unwrap_err().to_string();
+        assert!(e.contains(field), "{set}: {e}");
+    };
+    bad("policy.memos.slab_bits=[5]", "policy.memos.slab_bits");
+    bad("policy.memos.slab_bits=[30]", "policy.memos.slab_bits");
+    bad("policy.memos.rare_slab=16", "policy.memos.rare_slab");
+    bad("policy.memos.initial=\"dram\"", "policy.memos.initial");
+    bad("policy.memos.window_len=9", "window_len");
+    bad("policy.memos.hot_share=0", "policy.memos.hot_share");
+}
