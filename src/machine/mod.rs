@@ -349,7 +349,10 @@ impl<R: Redirect> Machine<R> {
             tiers.push(tier);
         }
         let frames: Vec<u64> = caps.bytes.iter().map(|b| b >> 12).collect();
+        let visible: Vec<u64> = caps.bytes.iter().enumerate().map(|(i, &b)| if i == 0 && hide_fast { 0 } else { b }).collect();
+        cfg.validate_colour_bits(&visible)?;
         let mut space = Space::new(&frames, &b.tenants, cfg.page_table.levels, huge_shift, b.thp, b.placement, hide_fast)?;
+        space.set_colour_bits(&cfg.colour_bits);
         space.set_reserve(TierId::FAST, b.fast_reserve);
         let reserved = if caps.reserved > 0 { space.reserve_metadata(TierId::SLOW, caps.reserved)? } else { Vec::new() };
         let layout = Layout {

@@ -235,6 +235,13 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
         self.m.space().allocator().free_frames(tier)
     }
 
+    /// Free frames of `colour` in `tier` (see [`Mechanisms::colour`]), at no cost: the
+    /// allocator's own counts (memos §6.2's colour sub-buddy) when the colour is over
+    /// `machine.colour_bits`, else counted from its bitmap.
+    pub fn free_frames_coloured(&self, tier: TierId, colour: Colour) -> u64 {
+        self.m.space().allocator().free_coloured(tier, colour)
+    }
+
     pub fn capacity_frames(&self, tier: TierId) -> u64 {
         self.m.space().allocator().frames(tier)
     }

@@ -341,6 +341,44 @@ fn colours_from_bank_and_llc_bits() {
 }
 
 #[test]
+fn colour_bits_count_free_frames_per_colour_and_are_checked() {
+    // memos' bank bits 12–14, 20–21 on a 4 MiB fast tier and an 8 MiB slow tier.
+    let mut cfg = MachineConfig { cores: 1, ..MachineConfig::default() };
+    cfg.tiers.fast.capacity = Capacity::Bytes(4 * MIB);
+    cfg.tiers.slow.capacity = Capacity::Bytes(8 * MIB);
+    cfg.tiers.slow.channels = 1;
+    cfg.tiers.slow.banks = 32;
+    cfg.tiers.slow.channel_bits = vec![];
+    cfg.tiers.slow.bank_bits = vec![12, 13, 14, 20, 21];
+    cfg.colour_bits = vec![12, 13, 14, 20, 21];
+    let mut m = build(&cfg, &[TenantKind::Process], true);
+    let mut rt = rt();
+    write(&mut m, 0, 0, BASE);
+    let mut mech = on(&mut m, &mut rt, 0);
+    // 2048 slow frames over 32 banks: 64 free frames of bank 21, none used yet.
+    let c = mech.colour(SLOW, None, Some(21), None).unwrap();
+    assert_eq!(mech.free_frames_coloured(SLOW, c), 64);
+    assert_eq!(mech.free_frames_coloured(SLOW, Colour::ANY), 2048);
+    mech.migrate_coloured(pg(BASE), SLOW, c).unwrap();
+    assert_eq!(mech.free_frames_coloured(SLOW, c), 63);
+    // The LLC colour (bits 12–18) is not all counted: it is counted from the bitmap.
+    let llc = mech.colour(SLOW, None, None, Some(0b101)).unwrap();
+    assert_eq!(mech.free_frames_coloured(SLOW, llc), 2048 / 128 - 1, "the page moved to bank 21 has LLC colour 0b101");
+    assert_eq!(m.error, None);
+    // Errors name the field.
+    let check = |bits: Vec<u8>| {
+        let cfg = MachineConfig { colour_bits: bits, ..cfg.clone() };
+        Machine::<crate::machine::NoRedirect>::new(&cfg, &Build::new(&cfg, &[TenantKind::Process], 4 * MIB)).err().map(|e| e.to_string()).unwrap_or_default()
+    };
+    assert!(check(vec![11, 12]).starts_with("machine.colour_bits: bit 11 is inside the 4 KiB page offset"), "{}", check(vec![11]));
+    assert!(check(vec![12, 13, 12]).starts_with("machine.colour_bits: bit 12 is named twice"));
+    assert!(check((12..23).collect()).starts_with("machine.colour_bits: at most 10 bits"));
+    // 2^22 = 4 MiB: every fast frame has bit 22 clear.
+    assert_eq!(check(vec![21, 22]), "machine.colour_bits: bit 22 is above the size of machine.tiers.fast (4MiB): every frame there has it clear");
+    assert_eq!(check(vec![21]), "");
+}
+
+#[test]
 fn fast_tier_quota_limits_first_touch_and_moves() {
     let (mut m, mut rt) = (machine(false, true, &[TenantKind::Process, TenantKind::Process]), rt());
     on(&mut m, &mut rt, 0).set_fast_quota(0, Some(4));
