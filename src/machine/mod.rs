@@ -308,6 +308,10 @@ pub struct Machine<R: Redirect = NoRedirect> {
     /// copy, to prove `--verify` notices.
     #[cfg(test)]
     pub(crate) break_pml_recopy: bool,
+    /// Test hook: a DMA move that remaps every page without checking its Dirty bit,
+    /// to prove `--verify` notices.
+    #[cfg(test)]
+    pub(crate) break_dma_dirty_check: bool,
 }
 
 impl<R: Redirect> Machine<R> {
@@ -400,6 +404,8 @@ impl<R: Redirect> Machine<R> {
             break_reconcile_pte: false,
             #[cfg(test)]
             break_pml_recopy: false,
+            #[cfg(test)]
+            break_dma_dirty_check: false,
         })
     }
 
@@ -438,7 +444,8 @@ impl<R: Redirect> Machine<R> {
         &self.vmx.stats
     }
 
-    /// Pages moved by the hypervisor's migration variants, and the waits they caused.
+    /// Pages moved by each way of moving a page (module `hypervisor`), and the waits
+    /// they caused.
     pub fn vm_moves(&self) -> &hypervisor::VmMoveStats {
         &self.hyper.stats
     }
