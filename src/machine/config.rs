@@ -96,6 +96,13 @@ pub struct MachineConfig {
     pub page_table: PageTableConfig,
     pub tiers: TiersConfig,
     pub costs: CostConfig,
+    /// Physical-address bits (each at least 12, at most 10 distinct bits) over which
+    /// the frame allocator counts free frames per colour, memos' colour sub-buddy
+    /// (memos §6.2, Fig. 12: bits 21, 20, 18–12). With them, "free frames of this
+    /// colour" is answered from the counts and a coloured allocation that cannot
+    /// succeed fails at once; frames are chosen the same either way. Empty (the
+    /// default): no counts.
+    pub colour_bits: Vec<u8>,
 }
 
 impl Default for MachineConfig {
@@ -110,6 +117,7 @@ impl Default for MachineConfig {
             page_table: PageTableConfig::default(),
             tiers: TiersConfig::default(),
             costs: CostConfig::default(),
+            colour_bits: Vec::new(),
         }
     }
 }
@@ -145,9 +153,34 @@ impl MachineConfig {
             bail!("machine.page_table.huge_page: must be a power of two from 64KiB to 2MiB, got {}", pt.huge_page);
         }
         self.costs.validate()?;
+        let cb = &self.colour_bits;
+        if let Some(b) = cb.iter().find(|&&b| b < 12) {
+            bail!("machine.colour_bits: bit {b} is inside the 4 KiB page offset; colour bits must be 12 or more");
+        }
+        if let Some((i, b)) = cb.iter().enumerate().find(|&(i, b)| cb[..i].contains(b)) {
+            bail!("machine.colour_bits: bit {b} is named twice (entry {i})");
+        }
+        if cb.len() > 10 {
+            bail!("machine.colour_bits: at most 10 bits (1024 colours), got {}", cb.len());
+        }
         // Each tier's own fields (its capacity is checked when the footprint is known).
         for (i, t) in self.tiers.all().into_iter().enumerate() {
             t.validate().map_err(|e| anyhow::anyhow!("{}.{e}", TiersConfig::field(crate::machine::TierId(i as u8))))?;
+        }
+        Ok(())
+    }
+
+    /// Checks `colour_bits` against the tiers' capacities in bytes, once they are
+    /// known: a bit at or above a tier's size is clear in every frame of it.
+    pub fn validate_colour_bits(&self, tier_bytes: &[u64]) -> anyhow::Result<()> {
+        for &b in &self.colour_bits {
+            if let Some((i, &bytes)) = tier_bytes.iter().enumerate().find(|&(_, &bytes)| b >= 64 || bytes > 0 && 1u64 << b >= bytes) {
+                anyhow::bail!(
+                    "machine.colour_bits: bit {b} is above the size of {} ({}): every frame there has it clear",
+                    TiersConfig::field(crate::machine::TierId(i as u8)),
+                    Size(bytes)
+                );
+            }
         }
         Ok(())
     }

@@ -87,6 +87,9 @@ pub enum MechError {
     /// The page was remapped by something else while a batched move of it was under
     /// way; the move was abandoned (its destination freed).
     MovedMeanwhile { page: PageRef },
+    /// A core wrote the page while an unlocked DMA batch copied it: the copy was
+    /// discarded and the page stays where it was (memos §6.3).
+    DirtiedDuringCopy { page: PageRef },
     /// No batched move has this number (or it already finished).
     NoSuchBatch { batch: u32 },
 }
@@ -134,6 +137,7 @@ impl fmt::Display for MechError {
             MechError::Skipped => f.write_str("not run: an earlier operation of its group was refused"),
             MechError::NotVm { tenant } => write!(f, "tenant {tenant} is a process: this mechanism needs a VM (EPT and PML)"),
             MechError::MovedMeanwhile { page } => write!(f, "{page} was remapped while its batched move was under way"),
+            MechError::DirtiedDuringCopy { page } => write!(f, "{page} was written during its DMA copy: the copy was discarded"),
             MechError::NoSuchBatch { batch } => write!(f, "there is no batched move {batch} under way"),
         }
     }

@@ -2,7 +2,8 @@
 //! clock: flushing the VM's translations, reading and clearing the guest's page-table
 //! A/D bits from the host (HMM-V's GPT scanner, §4.1.1), clearing EPT dirty bits so
 //! that PML logs the next write, and moving pages in the three ways HMM-V compares
-//! (§4.3, Tables 3–5).
+//! (§4.3, Tables 3–5) — the `linux` and `write-protect` ways, and unlocked DMA
+//! batches, serve processes as well.
 //!
 //! # Translations
 //! The TLBs cache combined guest-virtual → host-physical entries. The host cannot name
@@ -29,6 +30,22 @@
 //!   pages the VM dirtied since the bits were cleared (PML logged them, and the D bit
 //!   says the same) copied again, and every new EPT entry filled by the hypervisor (no
 //!   exit). Only an access during that last, short step waits.
+//! - DMA, unlocked (memos' migration engine, §6.3; batched like `pml`, for processes
+//!   and VMs alike, [`Mechanisms::plan_dma_batch`]): destinations taken up front
+//!   (coloured if asked, with each page's `migrate_software_ns`), each page's Dirty
+//!   bit cleared (a process's PTE, a VM's EPT entry) and its translation flushed (a
+//!   shootdown per process page, one flush per VM); each page copied by the engine
+//!   in its own step while it stays mapped and writable; then each page whose Dirty
+//!   bit is set again (written during its copy) is discarded — its destination
+//!   freed, the page left where it was ([`MechError::DirtiedDuringCopy`], counted in
+//!   `dma_discarded`) — and every other page remapped to its copy, its old
+//!   translation shot down. Nothing is ever locked: no access waits. memos' locked
+//!   CPU copy (`migrate_cpu`, §6.3) is the `linux` way on a process.
+//!
+//! Every way can take its destination frame of a colour (`Mechanisms::move_as_coloured`,
+//! the colour of each page of a DMA batch); a huge page has no colour.
+//!
+//! [`Mechanisms::plan_dma_batch`]: crate::mechanism::Mechanisms::plan_dma_batch
 //!
 //! Waiting is kept as a record per page, flagged by the `TRAP` bit of its managed
 //! entry: the next TLB miss (or the first write through a clean TLB entry) to the
@@ -81,7 +98,8 @@ struct Trap {
     kind: TrapKind,
 }
 
-/// Counts of the migration variants and of the waits they caused.
+/// Counts of the ways of moving a page (of VMs and processes alike) and of the waits
+/// they caused.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct VmMoveStats {
     /// Pages moved by each variant.
@@ -92,6 +110,11 @@ pub struct VmMoveStats {
     /// VM wrote them during the first copy.
     pub pml_batches: u64,
     pub pml_recopied: u64,
+    /// Pages moved by unlocked DMA batches, the batches finished, and the pages they
+    /// discarded because a core wrote them during their copy (memos §6.3).
+    pub dma: u64,
+    pub dma_batches: u64,
+    pub dma_discarded: u64,
     /// Batched moves abandoned because the page was remapped meanwhile.
     pub abandoned: u64,
     /// Accesses that met their page while it moved (each took an exit, or a fault in a
@@ -125,11 +148,22 @@ pub struct GptEntry {
     pub dirty: bool,
 }
 
-/// One page of a batched (PML) move.
+/// How a batched move ends ([`Machine::batch_step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchKind {
+    /// HMM-V's PML move (VMs only): unmap all, copy again what was written, remap.
+    Pml,
+    /// memos' unlocked DMA move (processes and VMs): remap what was not written during
+    /// its copy, discard the rest.
+    Dma,
+}
+
+/// One page of a batched move.
 #[derive(Clone, Copy, Debug)]
 struct BatchPage {
     page: PageRef,
     to_tier: TierId,
+    colour: Colour,
     slot: usize,
     huge: bool,
     from: u64,
@@ -140,6 +174,7 @@ struct BatchPage {
 
 #[derive(Debug)]
 struct Batch {
+    kind: BatchKind,
     pages: Vec<BatchPage>,
     /// 0: prepare; 1..=n: copy page i − 1; n + 1: finish.
     step: usize,
@@ -160,10 +195,11 @@ impl Hyper {
         Hyper::default()
     }
 
-    /// Registers a batched move of `pages`; returns its number.
-    pub(crate) fn plan_batch(&mut self, pages: Vec<(PageRef, TierId)>) -> u32 {
-        let pages = pages.into_iter().map(|(page, to_tier)| BatchPage { page, to_tier, slot: 0, huge: false, from: 0, to: None, frames: 0 }).collect();
-        let b = Some(Batch { pages, step: 0, first_error: None });
+    /// Registers a batched move of `kind` of `pages` (each to its tier, into a frame
+    /// of its colour); returns its number.
+    pub(crate) fn plan_batch(&mut self, kind: BatchKind, pages: Vec<(PageRef, TierId, Colour)>) -> u32 {
+        let pages = pages.into_iter().map(|(page, to_tier, colour)| BatchPage { page, to_tier, colour, slot: 0, huge: false, from: 0, to: None, frames: 0 }).collect();
+        let b = Some(Batch { kind, pages, step: 0, first_error: None });
         match self.batches.iter().position(|b| b.is_none()) {
             Some(i) => {
                 self.batches[i] = b;
@@ -287,19 +323,22 @@ impl<R: Redirect> Machine<R> {
         }
     }
 
-    /// Moves `page` to tier `to` the `linux` or `write-protect` way, on the executor's
-    /// clock (see the module documentation); a `pml` move is batched
-    /// ([`Machine::batch_step`]).
-    pub(crate) fn move_as(&mut self, x: &mut Exec, page: PageRef, to: TierId, how: MoveHow) -> Result<(), MechError> {
+    /// Moves `page` to tier `to`, into a frame of `colour`, the `linux` or
+    /// `write-protect` way, on the executor's clock (see the module documentation); a
+    /// `pml` move is batched ([`Machine::batch_step`]).
+    pub(crate) fn move_as(&mut self, x: &mut Exec, page: PageRef, to: TierId, how: MoveHow, colour: Colour) -> Result<(), MechError> {
         self.space.check_tier(to)?;
         let m = self.mapped(page)?;
         let from = self.space.tier_of(m.pfn());
         if from == to {
             return Err(MechError::AlreadyThere { page, tier: to });
         }
+        if m.huge && colour != Colour::ANY {
+            return Err(MechError::HugeNotColoured { page });
+        }
         let frames = self.space.page_bytes(m.huge) >> 12;
         self.space.fits(page.tenant, to, frames)?;
-        let dst = self.space.alloc(to, m.huge, Colour::ANY)?;
+        let dst = self.space.alloc(to, m.huge, colour)?;
         let at = PageRef::new(page.tenant, m.addr);
         let is_vm = self.is_vm(page.tenant);
         // Unmap (linux) or write-protect: one write to the entry, which from now on
@@ -347,9 +386,10 @@ impl<R: Redirect> Machine<R> {
         Ok(())
     }
 
-    /// Runs the next step of batched (PML) move `batch` on the executor's clock:
-    /// prepare, one page's copy, or the finish. Returns `None` while steps remain,
-    /// then the outcome (the first refusal of any page, the others moved).
+    /// Runs the next step of batched (PML or DMA) move `batch` on the executor's
+    /// clock: prepare, one page's copy, or the finish. Returns `None` while steps
+    /// remain, then the outcome (the first refusal or discard of any page, the others
+    /// moved).
     pub(crate) fn batch_step(&mut self, x: &mut Exec, batch: u32, limits: &mut impl MoveLimits) -> Option<Result<(), MechError>> {
         let Some(mut b) = self.hyper.batches.get_mut(batch as usize).and_then(|b| b.take()) else {
             return Some(Err(MechError::NoSuchBatch { batch }));
@@ -364,7 +404,10 @@ impl<R: Redirect> Machine<R> {
                 self.batch_copy(x, p.from, to, p.frames, false);
             }
         } else {
-            self.batch_finish(x, &mut b, limits);
+            match b.kind {
+                BatchKind::Pml => self.batch_finish(x, &mut b, limits),
+                BatchKind::Dma => self.dma_finish(x, &mut b, limits),
+            }
             return Some(b.first_error.map_or(Ok(()), Err));
         }
         b.step += 1;
@@ -390,14 +433,18 @@ impl<R: Redirect> Machine<R> {
         }
     }
 
+    /// Prepares every page of `b`: destination taken, Dirty bit cleared, and (after
+    /// the loop) the translations flushed so that the next write sets the bit again.
     fn batch_prepare(&mut self, x: &mut Exec, b: &mut Batch, limits: &mut impl MoveLimits) {
         // The per-page software work (allocation, locking, bookkeeping) is done here,
         // while the pages stay mapped, so that the pause at the finish is short.
         let software = self.cfg.cycles(self.cfg.costs.migrate_software_ns);
         let mut tenants: Vec<u16> = Vec::new();
+        let mut process_pages = Vec::new();
+        let kind = b.kind;
         for p in &mut b.pages {
             let r = (|| {
-                if !self.is_vm(p.page.tenant) {
+                if kind == BatchKind::Pml && !self.is_vm(p.page.tenant) {
                     return Err(MechError::NotVm { tenant: p.page.tenant });
                 }
                 self.space.check_tier(p.to_tier)?;
@@ -406,10 +453,13 @@ impl<R: Redirect> Machine<R> {
                 if from == p.to_tier {
                     return Err(MechError::AlreadyThere { page: p.page, tier: p.to_tier });
                 }
+                if m.huge && p.colour != Colour::ANY {
+                    return Err(MechError::HugeNotColoured { page: p.page });
+                }
                 limits.check(Direction::between(from, p.to_tier), x.at)?;
                 let frames = self.space.page_bytes(m.huge) >> 12;
                 self.space.fits(p.page.tenant, p.to_tier, frames)?;
-                let dst = self.space.alloc(p.to_tier, m.huge, Colour::ANY)?;
+                let dst = self.space.alloc(p.to_tier, m.huge, p.colour)?;
                 Ok((m, frames, dst))
             })();
             match r {
@@ -424,7 +474,9 @@ impl<R: Redirect> Machine<R> {
                     *self.space.entry_mut(p.page.tenant, m.slot) &= !DIRTY;
                     self.pte_access(x, p.page.tenant, m.slot, true);
                     self.cpu(x, software);
-                    if !tenants.contains(&p.page.tenant) {
+                    if !self.is_vm(p.page.tenant) {
+                        process_pages.push((p.page, m.huge));
+                    } else if !tenants.contains(&p.page.tenant) {
                         tenants.push(p.page.tenant);
                     }
                 }
@@ -436,6 +488,69 @@ impl<R: Redirect> Machine<R> {
         for t in tenants {
             self.vm_flush(x, t);
         }
+        // A process's cores may hold dirty translations of the pages: without their
+        // shootdown a write would not set the Dirty bit again.
+        for (page, huge) in process_pages {
+            self.shootdown(x, super::ops::Shootdown::Page { page, huge });
+        }
+    }
+
+    /// The end of a DMA batch (memos §6.3): a page whose Dirty bit is set again was
+    /// written during its copy and is discarded (its destination freed, the page left
+    /// where it was); every other page is remapped to its copy, its old translation
+    /// shot down (one flush per VM), and its move settled. Nothing was ever locked.
+    fn dma_finish(&mut self, x: &mut Exec, b: &mut Batch, limits: &mut impl MoveLimits) {
+        #[cfg(test)]
+        let check = !self.break_dma_dirty_check;
+        #[cfg(not(test))]
+        let check = true;
+        let mut moved = Vec::new();
+        let mut vms: Vec<u16> = Vec::new();
+        for p in &b.pages {
+            let Some(to) = p.to else { continue };
+            if p.to_tier == TierId::FAST {
+                self.space.hold_fast(p.page.tenant, p.frames, true);
+            }
+            let same = self.mapped(p.page).is_ok_and(|m| m.slot == p.slot && m.pfn() == p.from && m.huge == p.huge);
+            let dirty = same && {
+                // The entry is read for its Dirty bit (and written if the page moves).
+                self.pte_access(x, p.page.tenant, p.slot, false);
+                *self.space.entry_mut(p.page.tenant, p.slot) & DIRTY != 0
+            };
+            if !same || (dirty && check) {
+                self.space.release(to, p.frames);
+                if let Some(s) = &mut self.shadow {
+                    s.freed(to, p.frames);
+                }
+                let e = if same {
+                    self.hyper.stats.dma_discarded += 1;
+                    MechError::DirtiedDuringCopy { page: p.page }
+                } else {
+                    self.hyper.stats.abandoned += 1;
+                    MechError::MovedMeanwhile { page: p.page }
+                };
+                b.first_error.get_or_insert(e);
+                continue;
+            }
+            self.space.remap(p.page.tenant, p.slot, to);
+            self.pte_access(x, p.page.tenant, p.slot, true);
+            if !self.is_vm(p.page.tenant) {
+                self.shootdown(x, super::ops::Shootdown::Page { page: p.page, huge: p.huge });
+            } else if !vms.contains(&p.page.tenant) {
+                vms.push(p.page.tenant);
+            }
+            moved.push((*p, to));
+        }
+        for t in vms {
+            self.vm_flush(x, t);
+        }
+        for (p, to) in moved {
+            let mv = Move { page: p.page, slot: Some(p.slot), from: p.from, to, frames: p.frames, flush: true, copy: true, to_is_copy: false, source: Source::Free, count: true };
+            limits.count(Direction::between(self.space.tier_of(p.from), p.to_tier), x.at, p.frames << 12);
+            self.settle(MoveKind::Migrate, &mv);
+            self.hyper.stats.dma += 1;
+        }
+        self.hyper.stats.dma_batches += 1;
     }
 
     fn batch_finish(&mut self, x: &mut Exec, b: &mut Batch, limits: &mut impl MoveLimits) {

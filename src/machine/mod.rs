@@ -318,6 +318,10 @@ pub struct Machine<R: Redirect = NoRedirect> {
     /// copy, to prove `--verify` notices.
     #[cfg(test)]
     pub(crate) break_pml_recopy: bool,
+    /// Test hook: a DMA move that remaps every page without checking its Dirty bit,
+    /// to prove `--verify` notices.
+    #[cfg(test)]
+    pub(crate) break_dma_dirty_check: bool,
 }
 
 impl<R: Redirect> Machine<R> {
@@ -359,7 +363,10 @@ impl<R: Redirect> Machine<R> {
             tiers.push(tier);
         }
         let frames: Vec<u64> = caps.bytes.iter().map(|b| b >> 12).collect();
+        let visible: Vec<u64> = caps.bytes.iter().enumerate().map(|(i, &b)| if i == 0 && hide_fast { 0 } else { b }).collect();
+        cfg.validate_colour_bits(&visible)?;
         let mut space = Space::new(&frames, &b.tenants, cfg.page_table.levels, huge_shift, b.thp, b.placement, hide_fast)?;
+        space.set_colour_bits(&cfg.colour_bits);
         space.set_reserve(TierId::FAST, b.fast_reserve);
         let reserved = if caps.reserved > 0 { space.reserve_metadata(TierId::SLOW, caps.reserved)? } else { Vec::new() };
         let layout = Layout {
@@ -407,6 +414,8 @@ impl<R: Redirect> Machine<R> {
             break_reconcile_pte: false,
             #[cfg(test)]
             break_pml_recopy: false,
+            #[cfg(test)]
+            break_dma_dirty_check: false,
         })
     }
 
@@ -445,7 +454,8 @@ impl<R: Redirect> Machine<R> {
         &self.vmx.stats
     }
 
-    /// Pages moved by the hypervisor's migration variants, and the waits they caused.
+    /// Pages moved by each way of moving a page (module `hypervisor`), and the waits
+    /// they caused.
     pub fn vm_moves(&self) -> &hypervisor::VmMoveStats {
         &self.hyper.stats
     }

@@ -242,6 +242,14 @@ impl Space {
         &self.alloc
     }
 
+    /// Counts free frames per colour over physical-address bits `bits` from now on
+    /// (`machine.colour_bits`).
+    pub(crate) fn set_colour_bits(&mut self, bits: &[u8]) {
+        if !bits.is_empty() {
+            self.alloc.set_colour_bits(bits);
+        }
+    }
+
     pub(crate) fn tier_count(&self) -> usize {
         self.bounds.len()
     }

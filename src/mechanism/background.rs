@@ -18,7 +18,7 @@ use super::limits::Limits;
 use super::run_op;
 use crate::machine::ops::Exec;
 use crate::machine::hypervisor::MoveHow;
-use crate::machine::{Machine, MechError, Observer, PageRef, Redirect, ScanEvent, TierId};
+use crate::machine::{Colour, Machine, MechError, Observer, PageRef, Redirect, ScanEvent, TierId};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -83,13 +83,15 @@ pub enum Op {
     Poison { page: PageRef },
     Unpoison { page: PageRef },
     Scan { scope: Scope, mode: ScanMode },
-    /// Moves a page the `linux` or `write-protect` way (a `pml` move is a
-    /// [`Op::MoveBatch`]); see `machine::hypervisor`.
-    MoveAs { page: PageRef, to: TierId, how: MoveHow },
+    /// Moves a page the `linux` or `write-protect` way into a frame of `colour`
+    /// (`Colour::ANY`: any frame; a `pml` move is a [`Op::MoveBatch`]); see
+    /// `machine::hypervisor`.
+    MoveAs { page: PageRef, to: TierId, how: MoveHow, colour: Colour },
     /// Exchanges two pages with both unmapped during the exchange (`Mechanisms::exchange`).
     Exchange { a: PageRef, b: PageRef },
-    /// Runs a batched (PML) move planned with `Mechanisms::plan_pml_batch`, in steps:
-    /// prepare, each page's copy, finish; the VM runs between them.
+    /// Runs a batched move planned with `Mechanisms::plan_pml_batch` or
+    /// `Mechanisms::plan_dma_batch`, in steps: prepare, each page's copy, finish; the
+    /// cores run between them.
     MoveBatch { batch: u32 },
     /// Does nothing itself: it lets the policy work on the thread, on its clock, in
     /// `Policy::on_job_done` when the thread reaches it (a scanner's window, say).

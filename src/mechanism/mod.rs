@@ -39,6 +39,7 @@ pub use crate::machine::{Colour, Direction, MechError, Owner, PageInfo, PageRef,
 pub use background::{Job, JobDone, JobId, Op, ScanMode, Scope, ThreadId, ThreadKind, ThreadStats, ThreadStatus, Threads};
 pub use limits::{Limits, RateLimit};
 pub use crate::machine::hypervisor::{GptEntry, GptNode, MoveHow};
+use crate::machine::hypervisor::BatchKind;
 
 use crate::machine::cache::LINE_BYTES;
 use crate::machine::copies::Copies;
@@ -145,9 +146,9 @@ pub(crate) fn run_op<R: Redirect>(m: &mut Machine<R>, limits: &mut Limits, x: &m
         }
         Op::Poison { page } => m.set_poison(x, page, true),
         Op::Unpoison { page } => m.set_poison(x, page, false),
-        Op::MoveAs { page, to, how } => {
+        Op::MoveAs { page, to, how, colour } => {
             let (d, bytes) = limit_move(m, limits, x.at, page, to)?;
-            m.move_as(x, page, to, how)?;
+            m.move_as(x, page, to, how, colour)?;
             limits.count(d, x.at, bytes);
             Ok(())
         }
@@ -241,6 +242,13 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
     /// bandwidth takes the difference between two readings over the time between.
     pub fn tier_stats(&self, tier: TierId) -> &crate::machine::TierStats {
         self.m.memory().tiers().all()[tier.index()].stats()
+    }
+
+    /// Free frames of `colour` in `tier` (see [`Mechanisms::colour`]), at no cost: the
+    /// allocator's own counts (memos §6.2's colour sub-buddy) when the colour is over
+    /// `machine.colour_bits`, else counted from its bitmap.
+    pub fn free_frames_coloured(&self, tier: TierId, colour: Colour) -> u64 {
+        self.m.space().allocator().free_coloured(tier, colour)
     }
 
     pub fn capacity_frames(&self, tier: TierId) -> u64 {
@@ -354,17 +362,35 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
     /// as [`Op::MoveBatch`] (HMM-V §4.3; `machine::hypervisor`). Nothing is charged
     /// until it runs.
     pub fn plan_pml_batch(&mut self, pages: Vec<(PageRef, TierId)>) -> u32 {
-        self.m.hyper.plan_batch(pages)
+        self.m.hyper.plan_batch(BatchKind::Pml, pages.into_iter().map(|(p, t)| (p, t, Colour::ANY)).collect())
+    }
+
+    /// Plans an unlocked DMA move of `pages` (each to its tier, into a frame of its
+    /// colour; processes and VMs alike), to hand to a thread — normally a
+    /// [`ThreadKind::CopyEngine`] — as [`Op::MoveBatch`] (memos §6.3;
+    /// `machine::hypervisor`): the pages stay mapped and writable while the engine
+    /// copies them one step at a time, and a page written during its copy is
+    /// discarded at the end ([`MechError::DirtiedDuringCopy`]) and stays where it
+    /// was. Nothing is charged until it runs.
+    pub fn plan_dma_batch(&mut self, pages: Vec<(PageRef, TierId, Colour)>) -> u32 {
+        self.m.hyper.plan_batch(BatchKind::Dma, pages)
     }
 
     /// Moves `page` to tier `to` the given way now, on this executor's clock (a
     /// `pml` move as a batch of one, all its steps at once).
     pub fn move_as(&mut self, page: PageRef, to: TierId, how: MoveHow) -> Result<(), MechError> {
+        self.move_as_coloured(page, to, how, Colour::ANY)
+    }
+
+    /// [`Mechanisms::move_as`] into a frame of `colour` (see [`Mechanisms::colour`]);
+    /// base pages only, as a huge frame spans every colour. `MoveHow::Linux` on a
+    /// process is memos' locked CPU copy (`migrate_cpu`, §6.3).
+    pub fn move_as_coloured(&mut self, page: PageRef, to: TierId, how: MoveHow, colour: Colour) -> Result<(), MechError> {
         if how == MoveHow::Pml {
-            let batch = self.m.hyper.plan_batch(vec![(page, to)]);
+            let batch = self.m.hyper.plan_batch(BatchKind::Pml, vec![(page, to, colour)]);
             return self.run(|m, limits, x| run_op(m, limits, x, Op::MoveBatch { batch }));
         }
-        self.run(|m, limits, x| run_op(m, limits, x, Op::MoveAs { page, to, how }))
+        self.run(|m, limits, x| run_op(m, limits, x, Op::MoveAs { page, to, how, colour }))
     }
 
     /// Limits moves toward faster (`Promote`) or slower (`Demote`) tiers to `mb_per_s`

@@ -341,6 +341,44 @@ fn colours_from_bank_and_llc_bits() {
 }
 
 #[test]
+fn colour_bits_count_free_frames_per_colour_and_are_checked() {
+    // memos' bank bits 12–14, 20–21 on a 4 MiB fast tier and an 8 MiB slow tier.
+    let mut cfg = MachineConfig { cores: 1, ..MachineConfig::default() };
+    cfg.tiers.fast.capacity = Capacity::Bytes(4 * MIB);
+    cfg.tiers.slow.capacity = Capacity::Bytes(8 * MIB);
+    cfg.tiers.slow.channels = 1;
+    cfg.tiers.slow.banks = 32;
+    cfg.tiers.slow.channel_bits = vec![];
+    cfg.tiers.slow.bank_bits = vec![12, 13, 14, 20, 21];
+    cfg.colour_bits = vec![12, 13, 14, 20, 21];
+    let mut m = build(&cfg, &[TenantKind::Process], true);
+    let mut rt = rt();
+    write(&mut m, 0, 0, BASE);
+    let mut mech = on(&mut m, &mut rt, 0);
+    // 2048 slow frames over 32 banks: 64 free frames of bank 21, none used yet.
+    let c = mech.colour(SLOW, None, Some(21), None).unwrap();
+    assert_eq!(mech.free_frames_coloured(SLOW, c), 64);
+    assert_eq!(mech.free_frames_coloured(SLOW, Colour::ANY), 2048);
+    mech.migrate_coloured(pg(BASE), SLOW, c).unwrap();
+    assert_eq!(mech.free_frames_coloured(SLOW, c), 63);
+    // The LLC colour (bits 12–18) is not all counted: it is counted from the bitmap.
+    let llc = mech.colour(SLOW, None, None, Some(0b101)).unwrap();
+    assert_eq!(mech.free_frames_coloured(SLOW, llc), 2048 / 128 - 1, "the page moved to bank 21 has LLC colour 0b101");
+    assert_eq!(m.error, None);
+    // Errors name the field.
+    let check = |bits: Vec<u8>| {
+        let cfg = MachineConfig { colour_bits: bits, ..cfg.clone() };
+        Machine::<crate::machine::NoRedirect>::new(&cfg, &Build::new(&cfg, &[TenantKind::Process], 4 * MIB)).err().map(|e| e.to_string()).unwrap_or_default()
+    };
+    assert!(check(vec![11, 12]).starts_with("machine.colour_bits: bit 11 is inside the 4 KiB page offset"), "{}", check(vec![11]));
+    assert!(check(vec![12, 13, 12]).starts_with("machine.colour_bits: bit 12 is named twice"));
+    assert!(check((12..23).collect()).starts_with("machine.colour_bits: at most 10 bits"));
+    // 2^22 = 4 MiB: every fast frame has bit 22 clear.
+    assert_eq!(check(vec![21, 22]), "machine.colour_bits: bit 22 is above the size of machine.tiers.fast (4MiB): every frame there has it clear");
+    assert_eq!(check(vec![21]), "");
+}
+
+#[test]
 fn fast_tier_quota_limits_first_touch_and_moves() {
     let (mut m, mut rt) = (machine(false, true, &[TenantKind::Process, TenantKind::Process]), rt());
     on(&mut m, &mut rt, 0).set_fast_quota(0, Some(4));
@@ -542,7 +580,7 @@ fn a_vm_flush_kicks_the_cores_holding_its_translations() {
 fn a_linux_move_makes_an_access_wait_and_exits_to_fill_the_new_entry() {
     let (mut m, mut r, gpa) = vm_and_process(true);
     let mut job = Job::new(0);
-    job.push(Op::MoveAs { page: pg(gpa), to: SLOW, how: MoveHow::Linux });
+    job.push(Op::MoveAs { page: pg(gpa), to: SLOW, how: MoveHow::Linux, colour: Colour::ANY });
     on(&mut m, &mut r, 0).submit(ThreadId(0), job).unwrap();
     let before = m.cores[0].clock;
     let end = step_thread(&mut m, &mut r);
@@ -566,7 +604,7 @@ fn a_linux_move_makes_an_access_wait_and_exits_to_fill_the_new_entry() {
     // Moved back with the core already past the move's end: one exit to fill the
     // entry, no wait.
     let mut job = Job::new(0);
-    job.push(Op::MoveAs { page: pg(gpa), to: FAST, how: MoveHow::Linux });
+    job.push(Op::MoveAs { page: pg(gpa), to: FAST, how: MoveHow::Linux, colour: Colour::ANY });
     on(&mut m, &mut r, 0).submit(ThreadId(0), job).unwrap();
     let end = step_thread(&mut m, &mut r);
     m.cores[0].clock = m.cores[0].clock.max(end + 10_000);
@@ -581,7 +619,7 @@ fn a_linux_move_makes_an_access_wait_and_exits_to_fill_the_new_entry() {
 fn a_write_protected_move_lets_reads_through_and_traps_a_write() {
     let (mut m, mut r, gpa) = vm_and_process(true);
     let mut job = Job::new(0);
-    job.push(Op::MoveAs { page: pg(gpa), to: SLOW, how: MoveHow::WriteProtect });
+    job.push(Op::MoveAs { page: pg(gpa), to: SLOW, how: MoveHow::WriteProtect, colour: Colour::ANY });
     on(&mut m, &mut r, 0).submit(ThreadId(0), job).unwrap();
     let end = step_thread(&mut m, &mut r);
     // Protect, flush (core 0 kicked); copy; remap, flush (nothing left to kick).
@@ -766,4 +804,181 @@ fn a_sleep_moves_the_thread_clock_without_busy_time() {
     job.push(Op::Sleep { until: 10 });
     on(&mut m, &mut rt, 0).submit(ThreadId(0), job).unwrap();
     assert_eq!(rt.threads.step(&mut m, &mut rt.limits, 0, &mut ()).map(|d| d.finished), Some(1_000_000));
+}
+
+#[test]
+fn a_linux_move_of_a_process_page_locks_it_during_the_cpu_copy() {
+    // memos' migrate_cpu (§6.3): the page is unmapped while a CPU copies it.
+    let (mut m, mut r) = (machine(false, true, &[TenantKind::Process]), rt());
+    write(&mut m, 0, 0, BASE);
+    read(&mut m, 1, 0, BASE);
+    let mut job = Job::new(0);
+    job.push(Op::MoveAs { page: pg(BASE), to: SLOW, how: MoveHow::Linux, colour: Colour::ANY });
+    on(&mut m, &mut r, 0).submit(ThreadId(0), job).unwrap();
+    let end = step_thread(&mut m, &mut r);
+    assert_eq!((m.vm_moves().linux, m.stats.migrate.pages), (1, 1));
+    assert_eq!(on(&mut m, &mut r, 0).page(pg(BASE)).unwrap().tier, SLOW);
+    // Core 0 reaches the page while it moves: its translation was shot down, the walk
+    // finds the migration entry, and the fault (`page_fault_ns`) sleeps until the end.
+    let at = m.cores[0].clock;
+    assert!(at < end, "the core reaches the page while it moves");
+    read(&mut m, 0, 0, BASE);
+    let fault = m.cfg().cycles(m.cfg().costs.page_fault_ns);
+    assert_eq!((m.cores[0].stats.migration_wait_cycles, m.vm_moves().waits), (end - (at + 1 + fault), 1));
+    assert!(m.cores[0].clock >= end);
+    // In the foreground, into a frame of colour "address bit 12 set" (an odd frame):
+    // core 1 runs the move; core 0, behind it, waits for its end.
+    let odd = Colour::from_bits(&[12], 1).unwrap();
+    let at = m.cores[0].clock;
+    m.cores[1].clock = at;
+    on(&mut m, &mut r, 1).move_as_coloured(pg(BASE), FAST, MoveHow::Linux, odd).unwrap();
+    let end = m.cores[1].clock;
+    let p = on(&mut m, &mut r, 1).page(pg(BASE)).unwrap();
+    assert!(p.tier == FAST && p.pfn % 2 == 1, "{p:?}");
+    assert!(end - at >= 6400, "at least the software cost (2 µs at 3.2 GHz)");
+    let waited = m.cores[0].stats.migration_wait_cycles;
+    read(&mut m, 0, 0, BASE + 8);
+    // Core 0 took the shootdown's interrupt (300 cycles) before it got there.
+    let ipi = m.cfg().costs.shootdown_remote_cycles;
+    assert_eq!(m.cores[0].stats.migration_wait_cycles - waited, end - (at + ipi + 1 + fault));
+    assert_eq!(m.vm_moves().waits, 2);
+    // A huge page has no colour.
+    let (mut h, mut hr) = (machine(true, false, &[TenantKind::Process]), rt());
+    write(&mut h, 0, 0, BASE);
+    assert_eq!(on(&mut h, &mut hr, 0).move_as_coloured(pg(BASE), SLOW, MoveHow::Linux, odd), Err(MechError::HugeNotColoured { page: pg(BASE) }));
+    assert_eq!(m.error, None);
+    m.check_invariants().unwrap();
+}
+
+/// What a DMA batch run left behind.
+struct DmaRun {
+    m: Machine,
+    /// The pages at `BASE` and `BASE + 4 KiB`, by their managed address.
+    a: PageRef,
+    b: PageRef,
+    results: Vec<Result<(), MechError>>,
+    /// The engine's clock before and after the copy step of the first page.
+    copy: (u64, u64),
+}
+
+/// An unlocked DMA batch (memos §6.3) on thread 0 of `kind` moving the pages at
+/// `BASE` and `BASE + 4 KiB` of tenant 0 (a VM or a process) to the slow tier, the
+/// second into an odd frame; with `write_during_copy`, core 0 writes the first page
+/// between its copy and the finish. Both pages are read back afterwards.
+fn dma_batch(vm: bool, kind: ThreadKind, write_during_copy: bool, break_check: bool) -> DmaRun {
+    let tenant = if vm { TenantKind::Vm } else { TenantKind::Process };
+    dma_batch_on(machine(false, true, &[tenant, TenantKind::Process]), SLOW, kind, write_during_copy, break_check)
+}
+
+/// [`dma_batch`] on machine `m` (tenant 0 a VM or a process, tenant 1 a process) to
+/// tier `to`: for the fast tier, the pages are first demoted.
+fn dma_batch_on(mut m: Machine, to: TierId, kind: ThreadKind, write_during_copy: bool, break_check: bool) -> DmaRun {
+    let mut r = Runtime::new(&[kind], 2);
+    let vm = m.is_vm(0);
+    m.break_dma_dirty_check = break_check;
+    write(&mut m, 0, 0, BASE);
+    write(&mut m, 0, 0, BASE + 4096);
+    write(&mut m, 1, 1, BASE);
+    let at = |m: &Machine, vaddr: u64| pg(m.space.managed_addr(0, vaddr).unwrap());
+    let (a, b) = (at(&m, BASE), at(&m, BASE + 4096));
+    if to == FAST {
+        on(&mut m, &mut r, 0).migrate(a, SLOW).unwrap();
+        on(&mut m, &mut r, 0).migrate(b, SLOW).unwrap();
+    }
+    let from = on(&mut m, &mut r, 0).page(a).unwrap().tier;
+    let odd = Colour::from_bits(&[12], 1).unwrap();
+    let batch = on(&mut m, &mut r, 0).plan_dma_batch(vec![(a, to, Colour::ANY), (b, to, odd)]);
+    let mut job = Job::new(0);
+    job.push(Op::MoveBatch { batch });
+    on(&mut m, &mut r, 0).submit(ThreadId(0), job).unwrap();
+    let (shootdowns, flushes) = (m.stats.shootdowns, m.vmx().tlb_flush);
+    let prepared = step_thread(&mut m, &mut r);
+    if vm {
+        assert_eq!(m.vmx().tlb_flush - flushes, 1, "one flush of the VM (core 0 kicked)");
+    } else {
+        assert_eq!(m.stats.shootdowns - shootdowns, 2, "a shootdown per process page");
+    }
+    let copied = step_thread(&mut m, &mut r);
+    assert_eq!(on(&mut m, &mut r, 0).page(a).unwrap().tier, from, "mapped during its copy");
+    if write_during_copy {
+        write(&mut m, 0, 0, BASE + 24);
+    }
+    read(&mut m, 0, 0, BASE + 4096 + 8);
+    step_thread(&mut m, &mut r);
+    let done = r.threads.step(&mut m, &mut r.limits, 0, &mut ()).expect("the finish ends the job");
+    read(&mut m, 0, 0, BASE + 24);
+    read(&mut m, 0, 0, BASE + 4096);
+    DmaRun { m, a, b, results: done.results, copy: (prepared, copied) }
+}
+
+#[test]
+fn a_dma_move_discards_a_page_written_during_its_copy() {
+    for vm in [false, true] {
+        let DmaRun { m, a, b, results, .. } = dma_batch(vm, ThreadKind::CopyEngine, true, false);
+        assert_eq!(m.error, None, "vm {vm}");
+        m.check_invariants().unwrap();
+        assert_eq!(results, vec![Err(MechError::DirtiedDuringCopy { page: a })]);
+        let v = m.vm_moves();
+        assert_eq!((v.dma, v.dma_batches, v.dma_discarded, v.waits), (1, 1, 1, 0), "vm {vm}");
+        let (pa, pb) = (m.space().page_info(a).unwrap(), m.space().page_info(b).unwrap());
+        assert_eq!((pa.tier, pb.tier), (FAST, SLOW), "vm {vm}: the written page stays");
+        assert_eq!(pb.pfn % 2, 1, "into a frame of its colour");
+        assert_eq!(m.space().tenants()[0].frames_per_tier()[1], 1);
+        assert_eq!((m.stats.migrate.pages, m.stats.pages_between[0][1]), (1, 1));
+        assert!(m.cores.iter().all(|c| c.stats.migration_wait_cycles == 0), "no access waits for a DMA move");
+        // Untouched during the copy, both pages move.
+        let DmaRun { m, results, .. } = dma_batch(vm, ThreadKind::CopyEngine, false, false);
+        assert_eq!((results, m.vm_moves().dma, m.vm_moves().dma_discarded, m.error.clone()), (vec![Ok(())], 2, 0, None));
+    }
+}
+
+#[test]
+fn verify_catches_a_dma_move_that_skips_the_dirty_check() {
+    for vm in [false, true] {
+        let run = dma_batch(vm, ThreadKind::CopyEngine, true, true);
+        assert!(run.m.error.as_deref().is_some_and(|e| e.contains("stale read")), "vm {vm}: {:?}", run.m.error);
+        assert_eq!(run.m.vm_moves().dma, 2, "vm {vm}: both remapped unchecked");
+        assert_eq!(dma_batch(vm, ThreadKind::CopyEngine, true, false).m.error, None);
+    }
+}
+
+#[test]
+fn a_dma_copy_step_takes_the_engine_the_copy_time() {
+    // The same page copied in the same step by a copy engine (64 lines in flight) and
+    // by a kernel thread (16): the step is the flush of the page and its copy. A
+    // promotion reads the slow tier, whose latency more lines in flight hide: the
+    // engine's step is shorter. A demotion is paced by the slow tier's writes: the
+    // same either way. No core waits for either.
+    // The slow tier is given Optane's 310 ns reads (HMM-V's PMem) to make a
+    // promotion's copy latency-bound at 16 lines in flight: 64 lines in 4 rounds.
+    let optane = || {
+        let mut cfg = MachineConfig { cores: 2, ..MachineConfig::default() };
+        cfg.tiers.fast.capacity = Capacity::Bytes(4 * MIB);
+        cfg.tiers.slow.capacity = Capacity::Bytes(8 * MIB);
+        (cfg.tiers.slow.read_hit_ns, cfg.tiers.slow.read_miss_ns) = (310.0, 310.0);
+        build(&cfg, &[TenantKind::Process, TenantKind::Process], true)
+    };
+    for (to, shorter) in [(FAST, true), (SLOW, false)] {
+        let engine = dma_batch_on(optane(), to, ThreadKind::CopyEngine, false, false);
+        let kernel = dma_batch_on(optane(), to, ThreadKind::Kernel, false, false);
+        let (de, dk) = (engine.copy.1 - engine.copy.0, kernel.copy.1 - kernel.copy.0);
+        eprintln!("4 KiB DMA copy step to {to}: engine {de} cycles, kernel thread {dk} cycles");
+        assert_eq!(de < dk, shorter, "to {to}: engine {de} vs kernel {dk}");
+        assert!(de <= dk && de > 64, "to {to}: engine {de} vs kernel {dk}");
+        for m in [&engine.m, &kernel.m] {
+            assert!(m.cores.iter().all(|c| c.stats.migration_wait_cycles == 0) && m.vm_moves().waits == 0);
+            assert_eq!((m.vm_moves().dma, m.error.clone()), (2, None));
+        }
+    }
+    // A locked CPU copy (`linux`) of the same page on a kernel thread: its copy is the
+    // kernel thread's step above, plus the software cost and the page-table work.
+    let (mut m, mut r) = (machine(false, false, &[TenantKind::Process]), rt());
+    write(&mut m, 0, 0, BASE);
+    let mut job = Job::new(0);
+    job.push(Op::MoveAs { page: pg(BASE), to: SLOW, how: MoveHow::Linux, colour: Colour::ANY });
+    on(&mut m, &mut r, 0).submit(ThreadId(0), job).unwrap();
+    let start = r.threads.status(ThreadId(0), 0).clock;
+    let linux = step_thread(&mut m, &mut r) - start;
+    eprintln!("4 KiB locked CPU copy (linux) to the slow tier on a kernel thread: {linux} cycles in all");
+    assert!(linux > 6400, "{linux}");
 }

@@ -26,7 +26,7 @@
 
 use super::{Policy, PolicyReport, Requirements};
 use crate::machine::{FaultEvent, FaultKind, MachineInfo, Observer, Owner, PageRef, RefOutcome, TierId};
-use crate::mechanism::{Job, JobDone, Mechanisms, MoveHow, Op, ThreadId, ThreadKind};
+use crate::mechanism::{Colour, Job, JobDone, Mechanisms, MoveHow, Op, ThreadId, ThreadKind};
 use crate::monitor::{Pacer, Period};
 use crate::params;
 use crate::trace::Access;
@@ -244,7 +244,7 @@ impl HeMem {
                     continue;
                 }
                 let cold = self.pages[c as usize];
-                job.push(Op::MoveAs { page: PageRef::new(cold.tenant, cold.addr), to: TierId::SLOW, how: MoveHow::WriteProtect });
+                job.push(Op::MoveAs { page: PageRef::new(cold.tenant, cold.addr), to: TierId::SLOW, how: MoveHow::WriteProtect, colour: Colour::ANY });
                 self.moving.push((c, false));
                 *left += cold.frames as i64;
             }
@@ -255,7 +255,7 @@ impl HeMem {
                 break;
             }
             *left -= p.frames as i64;
-            job.push(Op::MoveAs { page: PageRef::new(p.tenant, p.addr), to: TierId::FAST, how: MoveHow::WriteProtect });
+            job.push(Op::MoveAs { page: PageRef::new(p.tenant, p.addr), to: TierId::FAST, how: MoveHow::WriteProtect, colour: Colour::ANY });
             self.moving.push((n, true));
             bytes += p.frames << 12;
         }

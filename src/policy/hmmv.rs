@@ -38,7 +38,7 @@
 use super::{PageSize, Policy, PolicyReport, Requirements};
 use crate::machine::placement::Placement;
 use crate::machine::{MachineInfo, Observer, PageInfo, PageRef, RefOutcome, TierId};
-use crate::mechanism::{Executor, GptNode, Job, JobDone, Mechanisms, MoveHow, Op, ScanMode, Scope, ThreadId, ThreadKind};
+use crate::mechanism::{Colour, Executor, GptNode, Job, JobDone, Mechanisms, MoveHow, Op, ScanMode, Scope, ThreadId, ThreadKind};
 use crate::monitor::{degree, sort_by_degree, Filtered, MultiLevelQueue, Pacer, Period};
 use crate::params;
 use crate::policy::params::Params;
@@ -727,10 +727,10 @@ impl<F: Flavor> HmmV<F> {
                 for k in 0..downs.len().max(ups.len()) {
                     let job = &mut jobs[k % threads];
                     if let Some(&(p, _)) = downs.get(k) {
-                        job.push(Op::MoveAs { page: p, to: TierId::SLOW, how });
+                        job.push(Op::MoveAs { page: p, to: TierId::SLOW, how, colour: Colour::ANY });
                     }
                     if let Some(&(p, _)) = ups.get(k) {
-                        job.push(Op::MoveAs { page: p, to: TierId::FAST, how });
+                        job.push(Op::MoveAs { page: p, to: TierId::FAST, how, colour: Colour::ANY });
                     }
                 }
             }

@@ -28,7 +28,7 @@
 
 use super::{Policy, PolicyReport, Requirements};
 use crate::machine::{MachineInfo, Observer, PageInfo, RefOutcome, ScanEvent, TierId};
-use crate::mechanism::{Job, JobDone, Mechanisms, MoveHow, Op, ScanMode, Scope, ThreadId, ThreadKind};
+use crate::mechanism::{Colour, Job, JobDone, Mechanisms, MoveHow, Op, ScanMode, Scope, ThreadId, ThreadKind};
 use crate::monitor::{LruLists, Pacer, Period, Place, Which};
 use crate::params;
 use crate::trace::Access;
@@ -217,7 +217,7 @@ impl Policy for Nimble {
                 for mv in unit {
                     let at = |n: u64| self.pages[n as usize].expect("a scanned page").at();
                     jobs[t].push(match mv {
-                        Planned::Migrate(n, to) => Op::MoveAs { page: at(n), to, how: MoveHow::Linux },
+                        Planned::Migrate(n, to) => Op::MoveAs { page: at(n), to, how: MoveHow::Linux, colour: Colour::ANY },
                         Planned::Exchange { hot, cold } => Op::Exchange { a: at(hot), b: at(cold) },
                     });
                     self.moving[t].push(mv);

@@ -272,9 +272,10 @@ pub struct Report {
     /// a VM tenant only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vm_exits: Option<crate::machine::vmx::VmxStats>,
-    /// Pages the hypervisor's migration variants moved (`linux`, `write-protect`,
-    /// `pml`), PML batches and recopies, and the accesses that waited for a moving
-    /// page (runs with a VM tenant only; `machine::hypervisor`).
+    /// Pages each way of moving a page moved (`linux`, `write-protect`, `pml`,
+    /// `dma`), PML batches and recopies, DMA batches and discards, and the accesses
+    /// that waited for a moving page (runs with a VM tenant, or in which a process's
+    /// page moved one of these ways; `machine::hypervisor`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vm_moves: Option<crate::machine::hypervisor::VmMoveStats>,
     /// The background threads the policy used: busy time, jobs and operations done,
@@ -481,7 +482,11 @@ impl Report {
                 .collect(),
             mechanisms: m.stats().clone(),
             vm_exits: m.space().tenants().iter().any(|t| t.guest.is_some()).then(|| m.vmx().clone()),
-            vm_moves: m.space().tenants().iter().any(|t| t.guest.is_some()).then(|| m.vm_moves().clone()),
+            vm_moves: (m.space().tenants().iter().any(|t| t.guest.is_some()) || {
+                let v = m.vm_moves();
+                v.linux + v.write_protect + v.pml + v.dma_batches > 0
+            })
+            .then(|| m.vm_moves().clone()),
             threads,
             redirect: m.redirect().report(cores, &m.cfg().tlb, &core_tenants(slots, cores.len())).into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             policy_report,

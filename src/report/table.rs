@@ -121,10 +121,11 @@ pub fn run_summary(r: &Report) -> String {
             v.tlb_flush
         );
     }
-    if let Some(v) = r.vm_moves.as_ref().filter(|v| v.linux + v.write_protect + v.pml > 0) {
+    if let Some(v) = r.vm_moves.as_ref().filter(|v| v.linux + v.write_protect + v.pml + v.dma + v.dma_discarded > 0) {
+        let dma = if v.dma_batches > 0 { format!(", dma {} ({} batches, {} pages discarded as written during their copy)", v.dma, v.dma_batches, v.dma_discarded) } else { String::new() };
         let _ = writeln!(
             w,
-            "VM page moves     linux {}, write-protect {}, pml {} ({} batches, {} pages copied again); {} accesses waited {} cycles for a moving page",
+            "page moves        linux {}, write-protect {}, pml {} ({} batches, {} pages copied again){dma}; {} accesses waited {} cycles for a moving page",
             v.linux, v.write_protect, v.pml, v.pml_batches, v.pml_recopied, v.waits, v.wait_cycles
         );
     }
