@@ -34,7 +34,9 @@ fn memos_passes_verify_on_every_workload_with_cpu_and_dma_copies() {
             let sets: Vec<&str> = sets.iter().map(|s| s.as_str()).collect();
             let r = run_memos("memos", &[], &sets);
             assert!(r.sim.verified_reads > 0, "{workload} dma={dma}");
-            assert!(r.policy_report["passes"].as_u64().unwrap() >= 10, "{workload}: {:?}", r.policy_report["passes"]);
+            // 12 passes asked; a sampling that comes due while the last one still runs
+            // waits for it, so slow scans make fewer.
+            assert!(r.policy_report["passes"].as_u64().unwrap() >= 6, "{workload}: {:?}", r.policy_report["passes"]);
         }
     }
 }

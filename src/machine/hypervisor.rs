@@ -53,7 +53,7 @@
 //! end. The moves' data copies go over both tiers' channels as every copy does.
 
 use super::ops::{Exec, Move, MoveKind, Source};
-use super::page_table::{DIRTY, HUGE, TRAP};
+use super::page_table::{COPYING, DIRTY, HUGE, TRAP};
 use super::redirect::Redirect;
 use super::rmap::Owner;
 use super::vmx::ExitCause;
@@ -301,7 +301,9 @@ impl<R: Redirect> Machine<R> {
         let m = self.space.mapped(PageRef::new(tenant, gpa))?;
         let e = self.space.entry_mut(tenant, m.slot);
         let was = *e & DIRTY != 0;
-        *e &= !DIRTY;
+        if *e & COPYING == 0 {
+            *e &= !DIRTY;
+        }
         self.pte_access(x, tenant, m.slot, true);
         Ok(was)
     }
@@ -471,7 +473,11 @@ impl<R: Redirect> Machine<R> {
                     if p.to_tier == TierId::FAST {
                         self.space.hold_fast(p.page.tenant, frames, false);
                     }
-                    *self.space.entry_mut(p.page.tenant, m.slot) &= !DIRTY;
+                    let e = self.space.entry_mut(p.page.tenant, m.slot);
+                    *e &= !DIRTY;
+                    if kind == BatchKind::Dma {
+                        *e |= COPYING;
+                    }
                     self.pte_access(x, p.page.tenant, m.slot, true);
                     self.cpu(x, software);
                     if !self.is_vm(p.page.tenant) {
@@ -511,7 +517,12 @@ impl<R: Redirect> Machine<R> {
             if p.to_tier == TierId::FAST {
                 self.space.hold_fast(p.page.tenant, p.frames, true);
             }
-            let same = self.mapped(p.page).is_ok_and(|m| m.slot == p.slot && m.pfn() == p.from && m.huge == p.huge);
+            let now = self.mapped(p.page);
+            if let Ok(m) = &now {
+                // The copy is over (whatever became of the page meanwhile).
+                *self.space.entry_mut(p.page.tenant, m.slot) &= !COPYING;
+            }
+            let same = now.is_ok_and(|m| m.slot == p.slot && m.pfn() == p.from && m.huge == p.huge);
             let dirty = same && {
                 // The entry is read for its Dirty bit (and written if the page moves).
                 self.pte_access(x, p.page.tenant, p.slot, false);

@@ -10,7 +10,7 @@
 //! the data, rewrite the page-table entries, shoot down the translations, pay the
 //! fixed software cost, then update owners, per-tenant counts and the allocator.
 
-use super::page_table::{ACCESSED, DIRTY, POISONED};
+use super::page_table::{ACCESSED, COPYING, DIRTY, POISONED};
 use super::redirect::Redirect;
 use super::rmap::Owner;
 use super::space::{Mapped, PageInfo};
@@ -572,7 +572,9 @@ impl<R: Redirect> Machine<R> {
             self.cpu(x, per_pte);
             f(p);
             if clear && (p.accessed || p.dirty) {
-                *self.space.entry_mut(tenant, slot) &= !(ACCESSED | DIRTY);
+                let e = self.space.entry_mut(tenant, slot);
+                // A page under an unlocked copy keeps its Dirty bit (see `COPYING`).
+                *e &= if *e & COPYING != 0 { !ACCESSED } else { !(ACCESSED | DIRTY) };
                 self.leaf_changed(x, &p, slot, is_vm);
                 cleared += 1;
             }

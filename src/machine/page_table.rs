@@ -37,6 +37,10 @@ pub const HUGE: u64 = 16;
 /// it moves, write-protected, or its new entry is not filled yet): the next TLB miss
 /// to it consults the machine's record (module `hypervisor`).
 pub const TRAP: u64 = 32;
+/// Entry bit: an unlocked (DMA) copy of the page is in flight. Clearing the entry's
+/// Dirty bit would hide a write from the copy's final check, so scanners leave it set
+/// on such an entry (as Linux moves a cleared dirty bit into the page's own flags).
+pub const COPYING: u64 = 64;
 const FLAG_MASK: u64 = (1 << 12) - 1;
 const CHUNK: usize = 512;
 

@@ -865,14 +865,23 @@ struct DmaRun {
 /// `BASE` and `BASE + 4 KiB` of tenant 0 (a VM or a process) to the slow tier, the
 /// second into an odd frame; with `write_during_copy`, core 0 writes the first page
 /// between its copy and the finish. Both pages are read back afterwards.
-fn dma_batch(vm: bool, kind: ThreadKind, write_during_copy: bool, break_check: bool) -> DmaRun {
+/// What happens to the first page while its DMA copy is in flight.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum During {
+    Nothing,
+    Write,
+    /// A write, then a scan that clears Accessed and Dirty bits (memos' SysMon).
+    WriteThenScan,
+}
+
+fn dma_batch(vm: bool, kind: ThreadKind, during: During, break_check: bool) -> DmaRun {
     let tenant = if vm { TenantKind::Vm } else { TenantKind::Process };
-    dma_batch_on(machine(false, true, &[tenant, TenantKind::Process]), SLOW, kind, write_during_copy, break_check)
+    dma_batch_on(machine(false, true, &[tenant, TenantKind::Process]), SLOW, kind, during, break_check)
 }
 
 /// [`dma_batch`] on machine `m` (tenant 0 a VM or a process, tenant 1 a process) to
 /// tier `to`: for the fast tier, the pages are first demoted.
-fn dma_batch_on(mut m: Machine, to: TierId, kind: ThreadKind, write_during_copy: bool, break_check: bool) -> DmaRun {
+fn dma_batch_on(mut m: Machine, to: TierId, kind: ThreadKind, during: During, break_check: bool) -> DmaRun {
     let mut r = Runtime::new(&[kind], 2);
     let vm = m.is_vm(0);
     m.break_dma_dirty_check = break_check;
@@ -900,8 +909,11 @@ fn dma_batch_on(mut m: Machine, to: TierId, kind: ThreadKind, write_during_copy:
     }
     let copied = step_thread(&mut m, &mut r);
     assert_eq!(on(&mut m, &mut r, 0).page(a).unwrap().tier, from, "mapped during its copy");
-    if write_during_copy {
+    if during != During::Nothing {
         write(&mut m, 0, 0, BASE + 24);
+    }
+    if during == During::WriteThenScan {
+        on(&mut m, &mut r, 1).scan(Scope::Tenant(0), ScanMode::Clear, |_| {});
     }
     read(&mut m, 0, 0, BASE + 4096 + 8);
     step_thread(&mut m, &mut r);
@@ -914,7 +926,7 @@ fn dma_batch_on(mut m: Machine, to: TierId, kind: ThreadKind, write_during_copy:
 #[test]
 fn a_dma_move_discards_a_page_written_during_its_copy() {
     for vm in [false, true] {
-        let DmaRun { m, a, b, results, .. } = dma_batch(vm, ThreadKind::CopyEngine, true, false);
+        let DmaRun { m, a, b, results, .. } = dma_batch(vm, ThreadKind::CopyEngine, During::Write, false);
         assert_eq!(m.error, None, "vm {vm}");
         m.check_invariants().unwrap();
         assert_eq!(results, vec![Err(MechError::DirtiedDuringCopy { page: a })]);
@@ -927,18 +939,36 @@ fn a_dma_move_discards_a_page_written_during_its_copy() {
         assert_eq!((m.stats.migrate.pages, m.stats.pages_between[0][1]), (1, 1));
         assert!(m.cores.iter().all(|c| c.stats.migration_wait_cycles == 0), "no access waits for a DMA move");
         // Untouched during the copy, both pages move.
-        let DmaRun { m, results, .. } = dma_batch(vm, ThreadKind::CopyEngine, false, false);
+        let DmaRun { m, results, .. } = dma_batch(vm, ThreadKind::CopyEngine, During::Nothing, false);
         assert_eq!((results, m.vm_moves().dma, m.vm_moves().dma_discarded, m.error.clone()), (vec![Ok(())], 2, 0, None));
+    }
+}
+
+#[test]
+fn a_scan_clearing_dirty_bits_does_not_hide_a_write_from_a_dma_copy() {
+    // memos' SysMon clears Accessed and Dirty bits while its DMA engine copies: the
+    // entry under copy keeps its Dirty bit, so the write is still seen and the page
+    // discarded (without `COPYING` the verifier caught a stale read here).
+    for vm in [false, true] {
+        let DmaRun { m, a, results, .. } = dma_batch(vm, ThreadKind::CopyEngine, During::WriteThenScan, false);
+        assert_eq!(m.error, None, "vm {vm}");
+        assert_eq!(results, vec![Err(MechError::DirtiedDuringCopy { page: a })], "vm {vm}");
+        assert_eq!(m.space().page_info(a).unwrap().tier, FAST);
+        // The copy is over: the next scan clears the Dirty bit as always.
+        let mut m = m;
+        let mut r = rt();
+        on(&mut m, &mut r, 1).scan(Scope::Tenant(0), ScanMode::Clear, |_| {});
+        assert!(!m.space().page_info(a).unwrap().dirty, "vm {vm}");
     }
 }
 
 #[test]
 fn verify_catches_a_dma_move_that_skips_the_dirty_check() {
     for vm in [false, true] {
-        let run = dma_batch(vm, ThreadKind::CopyEngine, true, true);
+        let run = dma_batch(vm, ThreadKind::CopyEngine, During::Write, true);
         assert!(run.m.error.as_deref().is_some_and(|e| e.contains("stale read")), "vm {vm}: {:?}", run.m.error);
         assert_eq!(run.m.vm_moves().dma, 2, "vm {vm}: both remapped unchecked");
-        assert_eq!(dma_batch(vm, ThreadKind::CopyEngine, true, false).m.error, None);
+        assert_eq!(dma_batch(vm, ThreadKind::CopyEngine, During::Write, false).m.error, None);
     }
 }
 
@@ -959,8 +989,8 @@ fn a_dma_copy_step_takes_the_engine_the_copy_time() {
         build(&cfg, &[TenantKind::Process, TenantKind::Process], true)
     };
     for (to, shorter) in [(FAST, true), (SLOW, false)] {
-        let engine = dma_batch_on(optane(), to, ThreadKind::CopyEngine, false, false);
-        let kernel = dma_batch_on(optane(), to, ThreadKind::Kernel, false, false);
+        let engine = dma_batch_on(optane(), to, ThreadKind::CopyEngine, During::Nothing, false);
+        let kernel = dma_batch_on(optane(), to, ThreadKind::Kernel, During::Nothing, false);
         let (de, dk) = (engine.copy.1 - engine.copy.0, kernel.copy.1 - kernel.copy.0);
         eprintln!("4 KiB DMA copy step to {to}: engine {de} cycles, kernel thread {dk} cycles");
         assert_eq!(de < dk, shorter, "to {to}: engine {de} vs kernel {dk}");

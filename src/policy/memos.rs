@@ -278,6 +278,11 @@ pub struct Memos {
     tracked: u64,
     /// First frame of the fast and slow tiers.
     bases: [u64; 2],
+    /// Per tier, per (bank, slab): frames the moves planned since the last pass took
+    /// (less those they free), so that one colour is not promised twice.
+    planned: [Vec<i64>; 2],
+    /// Why moves were refused, by reason.
+    refusals: std::collections::BTreeMap<String, u64>,
     /// Pages handed to a demotion job, to count which moved.
     demoting: Vec<PageRef>,
     stats: MemosStats,
@@ -318,14 +323,26 @@ impl Memos {
     /// frame number of that colour (for the tables), or `None` if `tier` is full.
     fn destination(&mut self, mech: &Mechanisms, tier: TierId, reuse: Reuse, bank: Option<usize>) -> Option<(crate::machine::Colour, u64)> {
         let h = &self.hierarchy;
-        let free = |b: usize, s: usize| mech.free_frames_coloured(tier, h.colour(tier, Some(b), Some(s))) > 0;
+        let slabs = h.slabs();
+        let planned = &self.planned[tier.index()];
+        // Frames of the colour free now, less those this round already took, plus
+        // those its demotions will free.
+        let free = |b: usize, s: usize| mech.free_frames_coloured(tier, h.colour(tier, Some(b), Some(s))) as i64 > planned[b * slabs + s];
         let allowed = self.slabs_for(reuse);
         let pick = match bank {
-            None => h.choose(tier, &allowed, free).or_else(|| h.choose(tier, &(0..h.slabs()).collect::<Vec<_>>(), free)),
+            None => h.choose(tier, &allowed, free).or_else(|| h.choose(tier, &(0..slabs).collect::<Vec<_>>(), free)),
             Some(b) => allowed.iter().copied().filter(|&s| free(b, s)).min_by_key(|&s| (h.slab_freq()[s], s)).map(|s| (b, s)),
         }?;
-        let colour = h.colour(tier, Some(pick.0), Some(pick.1));
+        self.planned[tier.index()][pick.0 * slabs + pick.1] += 1;
+        let colour = self.hierarchy.colour(tier, Some(pick.0), Some(pick.1));
         Some((colour, colour.value))
+    }
+
+    /// A page leaving tier-local frame `frame` of `tier` this round: its colour will
+    /// have one more free frame.
+    fn leaving(&mut self, tier: TierId, frame: u64) {
+        let i = self.hierarchy.bank_of(tier, frame) * self.hierarchy.slabs() + self.hierarchy.slab_of(frame);
+        self.planned[tier.index()][i] -= 1;
     }
 
     /// The end of one page's pass: classify, update history and tables, and consider
@@ -401,6 +418,7 @@ impl Memos {
         self.want_fast.clear();
         self.round_pass = (self.passes + 1) % self.passes_per_round == 0;
         self.hierarchy.clear();
+        self.planned.iter_mut().for_each(|p| p.fill(0));
     }
 
     /// One bandwidth-balancing step: the hottest read-domain DRAM pages, then
@@ -428,6 +446,7 @@ impl Memos {
             }
             let Some((colour, frame)) = self.destination(mech, to, c.reuse, None) else { break };
             let from_local = c.pfn - mech.info().tier(c.tier).base_pfn;
+            self.leaving(c.tier, from_local);
             self.hierarchy.moved((c.tier, from_local), (to, frame), c.heat as u64, c.hot);
             out.push((c.page, to, colour));
             room -= 1;
@@ -474,6 +493,7 @@ impl Memos {
         for c in &hl {
             let Some((colour, frame)) = self.destination(mech, TierId::FAST, c.reuse, None) else { break };
             let from_local = c.pfn - mech.info().tier(c.tier).base_pfn;
+            self.leaving(c.tier, from_local);
             self.hierarchy.moved((c.tier, from_local), (TierId::FAST, frame), c.heat as u64, c.hot);
             promotions.push((c.page, colour));
         }
@@ -486,6 +506,13 @@ impl Memos {
         if self.cfg.rebalance_banks {
             self.plan_rebalance(mech);
         }
+    }
+
+    /// Counts a refused move by the kind of refusal (the error's variant).
+    fn refused(&mut self, e: &crate::machine::MechError) {
+        let name = format!("{e:?}");
+        let kind = name.split([' ', '{', '(']).next().unwrap_or_default().to_string();
+        *self.refusals.entry(kind).or_default() += 1;
     }
 
     fn submit_promotions(&mut self, mech: &mut Mechanisms) {
@@ -528,6 +555,7 @@ impl Memos {
                     break;
                 }
                 let Some((colour, frame)) = self.destination(mech, tier, c.reuse, Some(to)) else { continue };
+                self.leaving(tier, c.pfn - base);
                 self.hierarchy.moved((tier, c.pfn - base), (tier, frame), c.heat as u64, true);
                 count[from] -= 1;
                 count[to] += 1;
@@ -652,6 +680,7 @@ impl Policy for Memos {
                 bail!("policy.memos.{field}: slab {s} does not exist ({} slabs)", hierarchy.slabs());
             }
         }
+        let planned = [TierId::FAST, TierId::SLOW].map(|t| vec![0; hierarchy.banks(t) * hierarchy.slabs()]);
         let pass_s = cfg.sampling_interval_ms / 1e3 * cfg.samplings_per_pass as f64;
         let passes_per_round = (cfg.interval_s / pass_s).round().max(1.0) as u64;
         let period = Period::from_config(cfg.sampling_interval_ms / 1e3, cfg.passes_per_run * cfg.samplings_per_pass);
@@ -678,6 +707,8 @@ impl Policy for Memos {
             spans: Vec::new(),
             tracked: 0,
             bases: [m.tier(TierId::FAST).base_pfn, m.tier(TierId::SLOW).base_pfn],
+            planned,
+            refusals: Default::default(),
             demoting: Vec::new(),
             stats: MemosStats::default(),
             cfg,
@@ -712,15 +743,22 @@ impl Policy for Memos {
                 }
             }
             PROMOTE => {
-                let ok = done.results.iter().filter(|r| r.is_ok()).count() as u64;
-                self.stats.promoted += ok;
-                self.stats.promote_failed += done.results.len() as u64 - ok;
+                for r in &done.results {
+                    match r {
+                        Ok(()) => self.stats.promoted += 1,
+                        Err(e) => {
+                            self.stats.promote_failed += 1;
+                            self.refused(e);
+                        }
+                    }
+                }
             }
             REBALANCE => {
                 let take = self.rebalance_queue.len().min(REBALANCE_CHUNK);
                 for (page, tier, colour) in self.rebalance_queue.drain(..take).collect::<Vec<_>>() {
-                    if mech.migrate_coloured(page, tier, colour).is_ok() {
-                        self.stats.rebalanced += 1;
+                    match mech.migrate_coloured(page, tier, colour) {
+                        Ok(_) => self.stats.rebalanced += 1,
+                        Err(e) => self.refused(&e),
                     }
                 }
                 if !self.rebalance_queue.is_empty() {
@@ -737,6 +775,7 @@ impl Policy for Memos {
         out.insert("passes".into(), json!(self.passes));
         out.insert("passes_per_round".into(), json!(self.passes_per_round));
         out.insert("stats".into(), json!(self.stats));
+        out.insert("refused".into(), json!(self.refusals));
         let w = self.stats.sampled_writes;
         out.insert("sampled_write_share_dram".into(), json!(w[0] as f64 / (w[0] + w[1]).max(1) as f64));
         let col = |f: &dyn Fn(&PassPoint) -> serde_json::Value| self.series.iter().map(f).collect::<Vec<_>>();
