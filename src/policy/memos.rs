@@ -291,6 +291,8 @@ pub struct Memos {
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 struct MemosStats {
     rounds: u64,
+    /// Rounds skipped because the last one's moves were still running.
+    rounds_skipped: u64,
     promoted: u64,
     promote_failed: u64,
     demoted: u64,
@@ -471,6 +473,13 @@ impl Memos {
 
     /// A placement round (Fig. 10 steps 3–4).
     fn round(&mut self, mech: &mut Mechanisms) {
+        // Lazy (§6.3): a round whose predecessor's moves are still running waits for
+        // the next one, so that no page is planned twice.
+        let busy = |t| !mech.thread(t).is_ok_and(|s| s.idle);
+        if busy(MIGRATOR) || busy(ENGINE) || !self.pending_promotions.is_empty() {
+            self.stats.rounds_skipped += 1;
+            return;
+        }
         self.stats.rounds += 1;
         // The hotness list: WD_Freq_H, then WD_Freq_L, then hot read-domain pages
         // (not while DRAM is at its bandwidth bound); hotter first.
@@ -485,8 +494,8 @@ impl Memos {
         let mut victims: Vec<Candidate> = self.in_fast.iter().filter(|c| !c.hot && c.forecast == Forecast::UnWd).copied().collect();
         victims.sort_by_key(|c| (c.heat, c.page.tenant, c.page.addr));
         victims.truncate(need);
-        hl.truncate(free + victims.len());
         let demotions = self.plan_moves(mech, &victims, TierId::SLOW);
+        hl.truncate(free + demotions.len());
         // Promotions are coloured now, against the tables as the demotions leave them;
         // they run once the demotions have made room.
         let mut promotions = Vec::with_capacity(hl.len());
@@ -509,9 +518,9 @@ impl Memos {
     }
 
     /// Counts a refused move by the kind of refusal (the error's variant).
-    fn refused(&mut self, e: &crate::machine::MechError) {
+    fn refused(&mut self, what: &str, e: &crate::machine::MechError) {
         let name = format!("{e:?}");
-        let kind = name.split([' ', '{', '(']).next().unwrap_or_default().to_string();
+        let kind = format!("{what}: {}", name.split([' ', '{', '(']).next().unwrap_or_default());
         *self.refusals.entry(kind).or_default() += 1;
     }
 
@@ -748,7 +757,7 @@ impl Policy for Memos {
                         Ok(()) => self.stats.promoted += 1,
                         Err(e) => {
                             self.stats.promote_failed += 1;
-                            self.refused(e);
+                            self.refused("promote", e);
                         }
                     }
                 }
@@ -758,7 +767,7 @@ impl Policy for Memos {
                 for (page, tier, colour) in self.rebalance_queue.drain(..take).collect::<Vec<_>>() {
                     match mech.migrate_coloured(page, tier, colour) {
                         Ok(_) => self.stats.rebalanced += 1,
-                        Err(e) => self.refused(&e),
+                        Err(e) => self.refused("rebalance", &e),
                     }
                 }
                 if !self.rebalance_queue.is_empty() {
