@@ -37,27 +37,13 @@ fn gather(addr: u64, bits: &[u8]) -> u64 {
     bits.iter().enumerate().fold(0, |v, (i, &b)| v | ((addr >> b) & 1) << i)
 }
 
-/// The colour of the frames whose physical-address bits `bits` hold `value` (bits of
-/// 12 and above; the colour is over frame-number bits).
-pub fn colour_of(bits: &[u8], value: u64) -> Colour {
-    let mut c = Colour::ANY;
-    for (i, &b) in bits.iter().enumerate() {
-        debug_assert!(b >= 12, "bit {b} is inside a page");
-        c.mask |= 1 << (b - 12);
-        c.value |= ((value >> i) & 1) << (b - 12);
-    }
-    c
-}
-
 impl Hierarchy {
     /// Tables for tiers whose banks are selected by `bank_bits[t]` (channel bits then
     /// bank bits), and slabs selected by `slab_bits`. Every bit must be at least 12
     /// (a bit inside a page cannot place a page); the error names the bit.
     pub fn new(bank_bits: Vec<Vec<u8>>, slab_bits: Vec<u8>) -> Result<Hierarchy, String> {
-        for &b in bank_bits.iter().flatten().chain(&slab_bits) {
-            if b < 12 {
-                return Err(format!("address bit {b} is inside a 4 KiB page: pages cannot be placed by it"));
-            }
+        for bits in bank_bits.iter().chain([&slab_bits]) {
+            Colour::from_bits(bits, 0)?;
         }
         for (t, bits) in bank_bits.iter().enumerate() {
             if let Some(&b) = bits.iter().find(|b| slab_bits.contains(b)) {
@@ -91,15 +77,10 @@ impl Hierarchy {
 
     /// The colour of the frames of bank `bank` and slab `slab` (`None` = any).
     pub fn colour(&self, tier: TierId, bank: Option<usize>, slab: Option<usize>) -> Colour {
-        let mut c = Colour::ANY;
-        if let Some(b) = bank {
-            c = colour_of(&self.bank_bits[tier.index()], b as u64);
-        }
-        if let Some(s) = slab {
-            let cs = colour_of(&self.slab_bits, s as u64);
-            c = Colour { mask: c.mask | cs.mask, value: c.value | cs.value };
-        }
-        c
+        // The bits were checked in `new` and are disjoint; a bank or slab number past
+        // the tables is the caller's bug.
+        let of = |bits: &[u8], v: Option<usize>| v.map_or(Colour::ANY, |v| Colour::from_bits(bits, v as u64).expect("a bank and slab of the tables"));
+        of(&self.bank_bits[tier.index()], bank).and(of(&self.slab_bits, slab)).expect("bank and slab bits are disjoint")
     }
 
     /// Forgets the last pass (Algorithm 1 starts each pass from zero).
@@ -192,7 +173,7 @@ mod tests {
         assert_eq!(c.value, frame);
         assert!(c.matches(frame) && c.matches(frame | 1 << 7) && !c.matches(frame ^ 1));
         // A bank-group colour (§5.2): bits 20–21 only.
-        assert_eq!(colour_of(&[20, 21], 2), Colour { mask: 0b11_0000_0000, value: 0b10_0000_0000 });
+        assert_eq!(Colour::from_bits(&[20, 21], 2), Ok(Colour { mask: 0b11_0000_0000, value: 0b10_0000_0000 }));
         assert!(Hierarchy::new(vec![vec![6]], vec![15]).is_err(), "bit 6 is inside a page");
         assert!(Hierarchy::new(vec![vec![15]], vec![15]).is_err(), "one bit, two uses");
     }
