@@ -21,12 +21,13 @@
 //!   outcomes form a history; `wd_high` or more WD passes predict WD_Freq_H, `wd_low`
 //!   or more WD_Freq_L, fewer Un_WD. *Reverse*: when the last `k_len` passes agree
 //!   (all WD or all not), they decide against the window's majority.
-//! - **Placement** every `interval_s` (20 s, lazy, §5.3): NVM pages predicted WD or hot
-//!   are marked will-be-migrated and ranked into the hotness list (WD_Freq_H first,
-//!   then WD_Freq_L, then hot read-domain pages; hotter first). They move to DRAM with
-//!   the locked CPU copy (§6.3 `migrate_cpu`) on a kernel thread; room is made by
-//!   moving the coldest Un_WD DRAM pages to NVM with the unlocked DMA copy on a copy
-//!   engine (§6.3: pages dirtied during the copy are discarded and retried at a later
+//! - **Placement** every `interval_s` (20 s, lazy, §5.3): NVM pages that are hot, or
+//!   predicted WD_Freq_H, are marked will-be-migrated and ranked into the hotness list
+//!   (WD_Freq_H first, then WD_Freq_L, then read-domain pages; hotter first). They
+//!   move to DRAM with the locked CPU copy (§6.3 `migrate_cpu`) on a kernel thread;
+//!   room is made by moving cold DRAM pages (read-domain first, then WD_Freq_L; never
+//!   WD_Freq_H; colder first) to NVM with the unlocked DMA copy on a copy engine
+//!   (§6.3: pages dirtied during the copy are discarded and retried at a later
 //!   interval). Each destination frame is coloured (§5.3, §5.4 cases 1–4): the coldest
 //!   bank of the channel by the Bank_Freq_Table, and in it the least-used slab of the
 //!   Cache_Freq_Table among those the page's class may use — slab `thrash_slab` (0) for
@@ -198,6 +199,13 @@ pub fn reuse(seen: u32, samplings: u32, min_gap: u32, max_gap: u32, rare_share: 
 /// Un_WD, hotter first, then by address (deterministic).
 fn rank_hotness(hl: &mut [Candidate]) {
     hl.sort_by_key(|c| (c.forecast, std::cmp::Reverse(c.heat), c.page.tenant, c.page.addr));
+}
+
+/// The order in which DRAM pages make room (§5.2 "cold pages are kept in NVM ... and
+/// reserve DRAM capacity for those hot and WD pages"): cold pages only, read-domain
+/// ones before WD_Freq_L ones (WD_Freq_H pages stay), colder first.
+fn rank_victims(victims: &mut [Candidate]) {
+    victims.sort_by_key(|c| (std::cmp::Reverse(c.forecast), c.heat, c.page.tenant, c.page.addr));
 }
 
 /// What SysMon keeps per page: 9 bytes (the paper's "page shadow array").
@@ -378,7 +386,7 @@ impl Memos {
         let c = Candidate { page: p.at(), pfn: p.pfn, tier: p.tier, heat, reuse: class, forecast: f, wd_now: wd, hot };
         if p.tier == TierId::FAST {
             self.in_fast.push(c);
-        } else if self.round_pass && (f != Forecast::UnWd || hot) {
+        } else if self.round_pass && (hot || f == Forecast::WdFreqH) {
             self.want_fast.push(c);
         }
     }
@@ -491,8 +499,8 @@ impl Memos {
         // Room: free DRAM frames, then the coldest Un_WD DRAM pages.
         let free = mech.free_frames(TierId::FAST) as usize;
         let need = hl.len().saturating_sub(free);
-        let mut victims: Vec<Candidate> = self.in_fast.iter().filter(|c| !c.hot && c.forecast == Forecast::UnWd).copied().collect();
-        victims.sort_by_key(|c| (c.heat, c.page.tenant, c.page.addr));
+        let mut victims: Vec<Candidate> = self.in_fast.iter().filter(|c| !c.hot && c.forecast != Forecast::WdFreqH).copied().collect();
+        rank_victims(&mut victims);
         victims.truncate(need);
         let demotions = self.plan_moves(mech, &victims, TierId::SLOW);
         hl.truncate(free + demotions.len());
@@ -858,7 +866,7 @@ mod tests {
     }
 
     #[test]
-    fn the_hotness_list_puts_wd_freq_h_first_then_hotter() {
+    fn the_hotness_list_puts_wd_freq_h_first_then_hotter_and_cold_read_pages_leave_first() {
         let c = |addr, forecast, heat| Candidate {
             page: PageRef::new(0, addr),
             pfn: 0,
@@ -872,5 +880,9 @@ mod tests {
         let mut hl = vec![c(0, Forecast::UnWd, 99), c(1, Forecast::WdFreqL, 80), c(2, Forecast::WdFreqH, 10), c(3, Forecast::WdFreqL, 90), c(4, Forecast::WdFreqH, 60)];
         rank_hotness(&mut hl);
         assert_eq!(hl.iter().map(|c| c.page.addr).collect::<Vec<_>>(), [4, 2, 3, 1, 0]);
+        // Room is made by read-domain pages first, then WD_Freq_L ones, colder first.
+        let mut victims = vec![c(0, Forecast::WdFreqL, 1), c(1, Forecast::UnWd, 9), c(2, Forecast::UnWd, 3), c(3, Forecast::WdFreqL, 0)];
+        rank_victims(&mut victims);
+        assert_eq!(victims.iter().map(|c| c.page.addr).collect::<Vec<_>>(), [2, 1, 3, 0]);
     }
 }
