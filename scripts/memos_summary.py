@@ -33,7 +33,7 @@ def row(name, r, base):
     s = r["summary"]
     life = tier(r, 1, "start_gap_lifetime_years")
     base_life = tier(base, 1, "start_gap_lifetime_years") if base else None
-    return "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+    return "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} |".format(
         name,
         fmt(ratio(throughput(r), throughput(base)) if base else None, ".3f"),
         fmt(share(r, "writes") * 100, ".1f"),
@@ -44,14 +44,16 @@ def row(name, r, base):
         fmt(tier(r, 1, "dynamic_energy_j") * 1e3, ".2f"),
         fmt(ratio(life, base_life) if life and base_life else None),
         fmt(ratio(s["llc_mpki"], base["summary"]["llc_mpki"]) if base else None, ".3f"),
+        fmt(tier(r, 0, "bank_imbalance")),
+        fmt(tier(r, 1, "bank_imbalance")),
         s["migrations"],
     )
 
 
 HEADER = (
     "| policy | throughput vs interleave | DRAM share of writes % | DRAM share of reads % | NVM reads vs interleave | NVM writes vs interleave "
-    "| NVM AMAT ns | NVM dynamic energy mJ | NVM lifetime vs interleave | LLC misses vs interleave | migrations |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|"
+    "| NVM AMAT ns | NVM dynamic energy mJ | NVM lifetime vs interleave | LLC misses vs interleave | bank imbalance DRAM / NVM | migrations |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -74,6 +76,13 @@ def main(folder):
         p = m["policy_report"]
         st = p["stats"]
         life = [tier(r, 1, "start_gap_lifetime_years") for name, r in runs if name in ("interleave", "memos")]
+        ghz = m["config"]["machine"]["freq_ghz"]
+        th = m["threads"]
+        cycles = m["summary"]["cycles"]
+        cpu_us = th[1]["busy_cycles"] / max(1, th[1]["ops_done"]) / ghz / 1e3
+        dma = m["vm_moves"]["dma"] if m.get("vm_moves") else 0
+        print(f"\nSysMon busy {100 * th[0]['busy_cycles'] / cycles:.1f} % of the run; a locked CPU move takes {cpu_us:.2f} µs of its thread "
+              f"(paper §7.4: 3 µs per 4 KB); the DMA engine was busy {th[2]['busy_cycles'] / ghz / 1e3:.0f} µs for {dma} pages.")
         print(f"\nmemos: {st['rounds']} rounds ({st['rounds_skipped']} skipped), {st['promoted']} pages promoted (CPU), "
               f"{st['demoted']} demoted (of them {st['balanced_pages']} by bandwidth balancing in {st['balance_steps']} steps), "
               f"{st['demote_discarded']} DMA copies discarded as written, {st['rebalanced']} moved between banks; "

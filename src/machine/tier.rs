@@ -464,6 +464,8 @@ impl AddressMap {
 struct Bank {
     open_row: u64,
     free_at: u64,
+    /// Demand accesses served (for the bank-balance figure of the report).
+    accesses: u64,
 }
 
 // Access kinds, indexing latencies, energies and counters: bit 1 = write, bit 0 = row miss.
@@ -636,7 +638,7 @@ impl Tier {
             burst_cycles,
             write_burst_cycles,
             device_cycles,
-            banks: vec![Bank { open_row: CLOSED, free_at: 0 }; (cfg.channels * cfg.banks) as usize],
+            banks: vec![Bank { open_row: CLOSED, free_at: 0, accesses: 0 }; (cfg.channels * cfg.banks) as usize],
             channel_free_at: vec![0; cfg.channels as usize],
             drain_until: vec![0; cfg.channels as usize],
             reads_held_until: vec![0; cfg.channels as usize],
@@ -741,6 +743,7 @@ impl Tier {
         let ch = at.channel as usize;
         let bank_index = ((at.channel << self.bank_shift) | at.bank) as usize;
         let row_hit = self.banks[bank_index].open_row == at.row;
+        self.banks[bank_index].accesses += 1;
         let k = kind(write, row_hit);
         self.kind_counts[k] += 1;
         if write && !self.frame_writes.is_empty() {
@@ -880,6 +883,20 @@ impl Tier {
     /// wear leveller keeps of perfect levelling (memos §7.1).
     pub fn start_gap_lifetime_years(&self, seconds: f64) -> Option<f64> {
         self.ideal_lifetime_years(seconds).map(|y| y * self.start_gap_efficiency)
+    }
+
+    /// How unevenly demand accesses spread over the tier's banks: the standard
+    /// deviation of the accesses per bank over their mean (0 = perfectly even; memos
+    /// Fig. 15 measures the same spread in active pages per bank). None before any
+    /// access.
+    pub fn bank_imbalance(&self) -> Option<f64> {
+        let n = self.banks.len() as f64;
+        let mean = self.banks.iter().map(|b| b.accesses).sum::<u64>() as f64 / n;
+        if mean == 0.0 {
+            return None;
+        }
+        let var = self.banks.iter().map(|b| (b.accesses as f64 - mean).powi(2)).sum::<f64>() / n;
+        Some(var.sqrt() / mean)
     }
 
     pub fn capacity_bytes(&self) -> u64 {
@@ -1208,6 +1225,20 @@ mod tests {
         // A migration write that misses (row 1 of bank 0): + 512 × 10.0.
         t.bulk(8192, 64, true, 10_000);
         assert!((t.dynamic_energy_pj() - 14_080.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bank_imbalance_is_the_spread_of_accesses_over_banks() {
+        let mut t = tier(&small());
+        assert_eq!(t.bank_imbalance(), None);
+        // small(): 2 channels (bit 6) of 4 banks, 1 KiB rows: column bits 7–10, bank
+        // bits 11–12, 8 banks in all. Three accesses to channel 0's bank 0, one to its
+        // bank 1: mean 0.5, deviations 2.5, 0.5 and six of −0.5 → variance 8 / 8 = 1,
+        // so 1 / 0.5 = 2.
+        for (i, addr) in [0u64, 128, 256, 1 << 11].into_iter().enumerate() {
+            t.access(addr, false, i as u64 * 1000);
+        }
+        assert!((t.bank_imbalance().unwrap() - 2.0).abs() < 1e-12);
     }
 
     #[test]

@@ -89,6 +89,9 @@ pub struct TierReport {
     pub lifetime_years: Option<f64>,
     /// Years until wear-out with perfect wear levelling over the whole tier.
     pub ideal_lifetime_years: Option<f64>,
+    /// Standard deviation of the demand accesses per bank over their mean (memos
+    /// Fig. 15's bank balance, by accesses rather than active pages).
+    pub bank_imbalance: Option<f64>,
     /// Years until wear-out behind a Start-Gap leveller: the ideal lifetime times the
     /// tier's `start_gap_efficiency` (memos §7.1: 95 %).
     pub start_gap_lifetime_years: Option<f64>,
@@ -425,6 +428,7 @@ impl Report {
                     lifetime_years: t.lifetime_years(seconds),
                     ideal_lifetime_years: t.ideal_lifetime_years(seconds),
                     start_gap_lifetime_years: t.start_gap_lifetime_years(seconds),
+                    bank_imbalance: t.bank_imbalance(),
                 }
             })
             .collect();
