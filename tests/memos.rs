@@ -95,3 +95,20 @@ fn bad_memos_parameters_are_refused_with_the_field() {
     bad("policy.memos.window_len=9", "window_len");
     bad("policy.memos.hot_share=0", "policy.memos.hot_share");
 }
+
+#[test]
+fn memos_passes_verify_with_a_vm_beside_a_process() {
+    // The VM's pages are sampled and moved through its EPT (DMA batches flush the
+    // VM's translations), the process's through its page table.
+    let sets = ["policy.name=\"memos\"", "workload.footprint=\"16MiB\"", "workload.refs=300000", "policy.memos.passes_per_run=12", "policy.memos.samplings_per_pass=10", "policy.memos.interval_s=0.5", "engine.epoch_cycles=300000", "engine.check_invariants=true"];
+    let sources = Sources {
+        preset: Some("memos".into()),
+        tenants: vec!["vm:kv:50%".into(), "process:gups:50%".into()],
+        sets: sets.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    };
+    let r = run(&Config::load(&sources).unwrap(), &RunOptions { verify: true, ..Default::default() }).unwrap();
+    assert!(r.sim.verified_reads > 0);
+    assert!(stat(&r, "promoted") > 0);
+    assert_eq!(r.tenants.len(), 2);
+}
