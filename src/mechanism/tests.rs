@@ -302,9 +302,9 @@ proptest! {
     }
 }
 
-#[test]
-fn colours_from_bank_and_llc_bits() {
-    // memos-like mapping on the slow tier: bank bits 12–14, 20–21 (32 banks), one channel.
+/// A 4 MiB fast tier and an 8 MiB slow tier of one channel whose banks are memos'
+/// bank bits 12–14, 20–21 (32 banks).
+fn memos_like() -> MachineConfig {
     let mut cfg = MachineConfig { cores: 1, ..MachineConfig::default() };
     cfg.tiers.fast.capacity = Capacity::Bytes(4 * MIB);
     cfg.tiers.slow.capacity = Capacity::Bytes(8 * MIB);
@@ -312,7 +312,12 @@ fn colours_from_bank_and_llc_bits() {
     cfg.tiers.slow.banks = 32;
     cfg.tiers.slow.channel_bits = vec![];
     cfg.tiers.slow.bank_bits = vec![12, 13, 14, 20, 21];
-    let mut m = build(&cfg, &[TenantKind::Process], true);
+    cfg
+}
+
+#[test]
+fn colours_from_bank_and_llc_bits() {
+    let mut m = build(&memos_like(), &[TenantKind::Process], true);
     let mut rt = rt();
     write(&mut m, 0, 0, BASE);
     let mech = on(&mut m, &mut rt, 0);
@@ -342,15 +347,7 @@ fn colours_from_bank_and_llc_bits() {
 
 #[test]
 fn colour_bits_count_free_frames_per_colour_and_are_checked() {
-    // memos' bank bits 12–14, 20–21 on a 4 MiB fast tier and an 8 MiB slow tier.
-    let mut cfg = MachineConfig { cores: 1, ..MachineConfig::default() };
-    cfg.tiers.fast.capacity = Capacity::Bytes(4 * MIB);
-    cfg.tiers.slow.capacity = Capacity::Bytes(8 * MIB);
-    cfg.tiers.slow.channels = 1;
-    cfg.tiers.slow.banks = 32;
-    cfg.tiers.slow.channel_bits = vec![];
-    cfg.tiers.slow.bank_bits = vec![12, 13, 14, 20, 21];
-    cfg.colour_bits = vec![12, 13, 14, 20, 21];
+    let cfg = MachineConfig { colour_bits: vec![12, 13, 14, 20, 21], ..memos_like() };
     let mut m = build(&cfg, &[TenantKind::Process], true);
     let mut rt = rt();
     write(&mut m, 0, 0, BASE);
