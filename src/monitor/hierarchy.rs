@@ -159,6 +159,8 @@ mod tests {
     }
 
     #[test]
+    // The binary literals are grouped by field (bank group, bit 19, slab, bank), not by four.
+    #[allow(clippy::unusual_byte_groupings)]
     fn colour_arithmetic_at_the_papers_bit_positions() {
         let h = memos();
         assert_eq!((h.banks(DRAM), h.slabs()), (32, 16));

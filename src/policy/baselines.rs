@@ -204,7 +204,7 @@ impl CacheBankColouring {
 
 impl Observer for CacheBankColouring {
     fn place(&mut self, e: &PlaceEvent) -> Birthplace {
-        let tier = if self.turn % 2 == 0 { TierId::FAST } else { TierId::SLOW };
+        let tier = if self.turn.is_multiple_of(2) { TierId::FAST } else { TierId::SLOW };
         self.turn += 1;
         let core = e.core % self.cores;
         let n = self.placed[core];

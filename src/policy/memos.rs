@@ -426,7 +426,7 @@ impl Memos {
         }
         self.in_fast.clear();
         self.want_fast.clear();
-        self.round_pass = (self.passes + 1) % self.passes_per_round == 0;
+        self.round_pass = (self.passes + 1).is_multiple_of(self.passes_per_round);
         self.hierarchy.clear();
         self.planned.iter_mut().for_each(|p| p.fill(0));
     }
