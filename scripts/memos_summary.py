@@ -33,15 +33,16 @@ def row(name, r, base):
     s = r["summary"]
     life = tier(r, 1, "start_gap_lifetime_years")
     base_life = tier(base, 1, "start_gap_lifetime_years") if base else None
-    return "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} |".format(
+    return "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} |".format(
         name,
         fmt(ratio(throughput(r), throughput(base)) if base else None, ".3f"),
+        fmt(s["amat_ns"], ".1f"),
         fmt(share(r, "writes") * 100, ".1f"),
         fmt(share(r, "reads") * 100, ".1f"),
         fmt(ratio(tier(r, 1, "reads"), tier(base, 1, "reads")) if base else None),
         fmt(ratio(tier(r, 1, "writes"), tier(base, 1, "writes")) if base else None),
         fmt(tier(r, 1, "amat_ns"), ".1f"),
-        fmt(tier(r, 1, "dynamic_energy_j") * 1e3, ".2f"),
+        fmt(tier(r, 1, "dynamic_energy_j"), ".1f"),
         fmt(ratio(life, base_life) if life and base_life else None),
         fmt(ratio(s["llc_mpki"], base["summary"]["llc_mpki"]) if base else None, ".3f"),
         fmt(tier(r, 0, "bank_imbalance")),
@@ -51,9 +52,9 @@ def row(name, r, base):
 
 
 HEADER = (
-    "| policy | throughput vs interleave | DRAM share of writes % | DRAM share of reads % | NVM reads vs interleave | NVM writes vs interleave "
-    "| NVM AMAT ns | NVM dynamic energy mJ | NVM lifetime vs interleave | LLC misses vs interleave | bank imbalance DRAM / NVM | migrations |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "| policy | throughput vs interleave | AMAT ns | DRAM share of writes % | DRAM share of reads % | NVM reads vs interleave | NVM writes vs interleave "
+    "| NVM AMAT ns | NVM dynamic energy J | NVM lifetime vs interleave | LLC misses vs interleave | bank imbalance DRAM / NVM | migrations |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
