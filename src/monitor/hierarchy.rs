@@ -40,15 +40,13 @@ fn gather(addr: u64, bits: &[u8]) -> u64 {
 impl Hierarchy {
     /// Tables for tiers whose banks are selected by `bank_bits[t]` (channel bits then
     /// bank bits), and slabs selected by `slab_bits`. Every bit must be at least 12
-    /// (a bit inside a page cannot place a page); the error names the bit.
+    /// (a bit inside a page cannot place a page); the error names the bit. A bit may
+    /// select both a bank and a slab (as bits 15–16 do on the default machine, whose
+    /// bank bits are 12–16): then some (bank, slab) pairs have no frame, and
+    /// [`Hierarchy::colour`] says so.
     pub fn new(bank_bits: Vec<Vec<u8>>, slab_bits: Vec<u8>) -> Result<Hierarchy, String> {
         for bits in bank_bits.iter().chain([&slab_bits]) {
             Colour::from_bits(bits, 0)?;
-        }
-        for (t, bits) in bank_bits.iter().enumerate() {
-            if let Some(&b) = bits.iter().find(|b| slab_bits.contains(b)) {
-                return Err(format!("address bit {b} selects both a bank of tier {t} and a slab"));
-            }
         }
         let bank_freq = bank_bits.iter().map(|b| vec![0; 1 << b.len()]).collect::<Vec<_>>();
         Ok(Hierarchy { bank_active: bank_freq.clone(), bank_freq, slab_freq: vec![0; 1 << slab_bits.len()], bank_bits, slab_bits })
@@ -75,12 +73,14 @@ impl Hierarchy {
         gather(frame << 12, &self.slab_bits) as usize
     }
 
-    /// The colour of the frames of bank `bank` and slab `slab` (`None` = any).
-    pub fn colour(&self, tier: TierId, bank: Option<usize>, slab: Option<usize>) -> Colour {
-        // The bits were checked in `new` and are disjoint; a bank or slab number past
-        // the tables is the caller's bug.
+    /// The colour of the frames of bank `bank` and slab `slab` (`None` = any), or
+    /// `None` when no frame is in both (they share an address bit and want different
+    /// values of it).
+    pub fn colour(&self, tier: TierId, bank: Option<usize>, slab: Option<usize>) -> Option<Colour> {
+        // The bits were checked in `new`; a bank or slab number past the tables is the
+        // caller's bug.
         let of = |bits: &[u8], v: Option<usize>| v.map_or(Colour::ANY, |v| Colour::from_bits(bits, v as u64).expect("a bank and slab of the tables"));
-        of(&self.bank_bits[tier.index()], bank).and(of(&self.slab_bits, slab)).expect("bank and slab bits are disjoint")
+        of(&self.bank_bits[tier.index()], bank).and(of(&self.slab_bits, slab))
     }
 
     /// Forgets the last pass (Algorithm 1 starts each pass from zero).
@@ -170,14 +170,17 @@ mod tests {
         assert_eq!(h.bank_of(DRAM, frame), 29);
         assert_eq!(h.slab_of(frame), 10);
         // The colour of bank 29, slab 10 is exactly those nine frame bits (bit 19 free).
-        let c = h.colour(DRAM, Some(29), Some(10));
+        let c = h.colour(DRAM, Some(29), Some(10)).unwrap();
         assert_eq!(c.mask, 0b11_0_1111_111);
         assert_eq!(c.value, frame);
         assert!(c.matches(frame) && c.matches(frame | 1 << 7) && !c.matches(frame ^ 1));
         // A bank-group colour (§5.2): bits 20–21 only.
         assert_eq!(Colour::from_bits(&[20, 21], 2), Ok(Colour { mask: 0b11_0000_0000, value: 0b10_0000_0000 }));
         assert!(Hierarchy::new(vec![vec![6]], vec![15]).is_err(), "bit 6 is inside a page");
-        assert!(Hierarchy::new(vec![vec![15]], vec![15]).is_err(), "one bit, two uses");
+        // A bit that selects both: bank 1 (bit 15 set) has no frame in slab 0.
+        let both = Hierarchy::new(vec![vec![15]], vec![15, 16]).unwrap();
+        assert_eq!(both.colour(DRAM, Some(1), Some(0)), None);
+        assert_eq!(both.colour(DRAM, Some(1), Some(3)), Some(Colour { mask: 0b1100_0, value: 0b1100_0 }));
     }
 
     #[test]

@@ -187,7 +187,9 @@ pub struct CacheBankColouring {
 }
 
 impl CacheBankColouring {
-    /// The `n`-th (bank, slab) of `core`'s share of `tier`: its banks and slabs in turn.
+    /// The `n`-th (bank, slab) of `core`'s share of `tier`: its banks and slabs in
+    /// turn, skipping pairs that have no frame (a bit selecting both); any colour if
+    /// none has.
     fn colour(&self, tier: TierId, core: usize, n: u64) -> Colour {
         let share = |total: usize| {
             let per = (total / self.cores).max(1);
@@ -196,9 +198,14 @@ impl CacheBankColouring {
         };
         let (b0, nb) = share(self.hierarchy.banks(tier));
         let (s0, ns) = share(self.hierarchy.slabs());
-        let bank = b0 + (n % nb as u64) as usize;
-        let slab = s0 + (n / nb as u64 % ns as u64) as usize;
-        self.hierarchy.colour(tier, Some(bank), Some(slab))
+        let pairs = (nb * ns) as u64;
+        (n..n + pairs)
+            .find_map(|k| {
+                let bank = b0 + (k % nb as u64) as usize;
+                let slab = s0 + (k / nb as u64 % ns as u64) as usize;
+                self.hierarchy.colour(tier, Some(bank), Some(slab))
+            })
+            .unwrap_or(Colour::ANY)
     }
 }
 

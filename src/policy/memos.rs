@@ -337,14 +337,14 @@ impl Memos {
         let planned = &self.planned[tier.index()];
         // Frames of the colour free now, less those this round already took, plus
         // those its demotions will free.
-        let free = |b: usize, s: usize| mech.free_frames_coloured(tier, h.colour(tier, Some(b), Some(s))) as i64 > planned[b * slabs + s];
+        let free = |b: usize, s: usize| h.colour(tier, Some(b), Some(s)).is_some_and(|c| mech.free_frames_coloured(tier, c) as i64 > planned[b * slabs + s]);
         let allowed = self.slabs_for(reuse);
         let pick = match bank {
             None => h.choose(tier, &allowed, free).or_else(|| h.choose(tier, &(0..slabs).collect::<Vec<_>>(), free)),
             Some(b) => allowed.iter().copied().filter(|&s| free(b, s)).min_by_key(|&s| (h.slab_freq()[s], s)).map(|s| (b, s)),
         }?;
         self.planned[tier.index()][pick.0 * slabs + pick.1] += 1;
-        let colour = self.hierarchy.colour(tier, Some(pick.0), Some(pick.1));
+        let colour = self.hierarchy.colour(tier, Some(pick.0), Some(pick.1)).expect("a pair with a free frame exists");
         Some((colour, colour.value))
     }
 
