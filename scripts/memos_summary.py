@@ -92,15 +92,15 @@ def main(folder):
         n = len(ser["end_s"])
         if n == 0:
             continue
-        print("\nPer pass (Fig. 13, Fig. 15): HOT/COLD = hot pages / cold pages sampled in the channel, WD/RD = sampled writes / reads; "
+        print("\nPer pass (Fig. 13, Fig. 15): hot / cold pages sampled in each channel (the HOT/COLD rate is their ratio), WD/RD = sampled writes / reads; "
               "bank SD = standard deviation of active pages per bank; utilisation of the channel's peak bandwidth.\n")
-        print("| end s | DRAM HOT/COLD | NVM HOT/COLD | DRAM WD/RD | NVM WD/RD | DRAM bank SD | NVM bank SD | DRAM util | NVM util |")
+        print("| end s | DRAM hot / cold | NVM hot / cold | DRAM WD/RD | NVM WD/RD | DRAM bank SD | NVM bank SD | DRAM util | NVM util |")
         print("|---|---|---|---|---|---|---|---|---|")
         for i in sorted(set(list(range(0, n, max(1, n // 8))) + [n - 1])):
             hot, cold, rd, wr = ser["hot"][i], ser["cold"][i], ser["reads"][i], ser["writes"][i]
             print("| {:.1f} | {} | {} | {} | {} | {:.1f} | {:.1f} | {:.2f} | {:.2f} |".format(
                 ser["end_s"][i],
-                fmt(ratio(hot[0], cold[0])), fmt(ratio(hot[1], cold[1])),
+                f"{hot[0]} / {cold[0]}", f"{hot[1]} / {cold[1]}",
                 fmt(ratio(wr[0], rd[0])), fmt(ratio(wr[1], rd[1])),
                 ser["bank_sd"][i][0], ser["bank_sd"][i][1],
                 ser["utilisation"][i][0], ser["utilisation"][i][1]))
