@@ -11,7 +11,7 @@
 //! least used of the slabs the page may use that still has a free frame (§5.3 (2)–(3),
 //! case 3 of §5.4).
 
-use crate::machine::{Colour, TierId};
+use crate::machine::{Colour, MachineInfo, TierId};
 
 /// The bank and slab bits of each tier, and the bank and slab frequency tables.
 #[derive(Clone, Debug)]
@@ -50,6 +50,17 @@ impl Hierarchy {
         }
         let bank_freq = bank_bits.iter().map(|b| vec![0; 1 << b.len()]).collect::<Vec<_>>();
         Ok(Hierarchy { bank_active: bank_freq.clone(), bank_freq, slab_freq: vec![0; 1 << slab_bits.len()], bank_bits, slab_bits })
+    }
+
+    /// Tables for the fast and slow tiers of machine `m` (their channel and bank bits
+    /// at or above the page offset: a channel chosen inside a page is no colour) and
+    /// slabs selected by `slab_bits`.
+    pub fn for_machine(m: &MachineInfo, slab_bits: Vec<u8>) -> Result<Hierarchy, String> {
+        let bank_bits = [TierId::FAST, TierId::SLOW].map(|t| {
+            let i = m.tier(t);
+            i.channel_bits.iter().chain(&i.bank_bits).copied().filter(|&b| b >= 12).collect::<Vec<u8>>()
+        });
+        Hierarchy::new(bank_bits.to_vec(), slab_bits)
     }
 
     pub fn banks(&self, tier: TierId) -> usize {

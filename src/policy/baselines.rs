@@ -229,11 +229,7 @@ impl Policy for CacheBankColouring {
         if !info.has(TierId::SLOW) {
             anyhow::bail!("policy cache-bank-colouring: needs a slow tier");
         }
-        let bank_bits = [TierId::FAST, TierId::SLOW].map(|t| {
-            let i = info.tier(t);
-            i.channel_bits.iter().chain(&i.bank_bits).copied().filter(|&b| b >= 12).collect::<Vec<u8>>()
-        });
-        let hierarchy = Hierarchy::new(bank_bits.to_vec(), cfg.slab_bits).map_err(|e| anyhow::anyhow!("policy.cache-bank-colouring.slab_bits: {e}"))?;
+        let hierarchy = Hierarchy::for_machine(info, cfg.slab_bits).map_err(|e| anyhow::anyhow!("policy.cache-bank-colouring.slab_bits: {e}"))?;
         let cores = info.cores.max(1);
         Ok(CacheBankColouring { hierarchy, cores, placed: vec![0; cores], turn: 0 })
     }

@@ -687,11 +687,7 @@ impl Policy for Memos {
         if let Some(b) = cfg.slab_bits.iter().find(|&&b| !(12..top).contains(&b)) {
             bail!("policy.memos.slab_bits: bit {b} is not an LLC set-index bit above the page offset (12..={} for this LLC)", top - 1);
         }
-        let bank_bits = [TierId::FAST, TierId::SLOW].map(|t| {
-            let i = m.tier(t);
-            i.channel_bits.iter().chain(&i.bank_bits).copied().filter(|&b| b >= 12).collect::<Vec<u8>>()
-        });
-        let hierarchy = Hierarchy::new(bank_bits.to_vec(), cfg.slab_bits.clone()).map_err(|e| anyhow::anyhow!("policy.memos.slab_bits: {e}"))?;
+        let hierarchy = Hierarchy::for_machine(m, cfg.slab_bits.clone()).map_err(|e| anyhow::anyhow!("policy.memos.slab_bits: {e}"))?;
         for (field, s) in [("thrash_slab", cfg.thrash_slab), ("rare_slab", cfg.rare_slab)] {
             if s as usize >= hierarchy.slabs() {
                 bail!("policy.memos.{field}: slab {s} does not exist ({} slabs)", hierarchy.slabs());
