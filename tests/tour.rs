@@ -150,7 +150,7 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
         }),
         (
             "compare --preset memos --policies interleave,cache-bank-colouring,memos,all-fast",
-            &["--set", "policy.memos.samplings_per_pass=10", "--set", "policy.memos.interval_s=0.5"],
+            &[],
             |r| {
                 for p in ["interleave", "cache-bank-colouring", "memos", "all-fast"] {
                     assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);
