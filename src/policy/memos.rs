@@ -503,17 +503,19 @@ impl Memos {
         rank_victims(&mut victims);
         victims.truncate(need);
         let demotions = self.plan_moves(mech, &victims, TierId::SLOW);
-        hl.truncate(free + demotions.len());
         // Promotions are coloured now, against the tables as the demotions leave them;
         // they run once the demotions have made room.
         let mut promotions = Vec::with_capacity(hl.len());
-        for c in &hl {
+        for c in hl.iter().take(free + demotions.len()) {
             let Some((colour, frame)) = self.destination(mech, TierId::FAST, c.reuse, None) else { break };
             let from_local = c.pfn - mech.info().tier(c.tier).base_pfn;
             self.leaving(c.tier, from_local);
             self.hierarchy.moved((c.tier, from_local), (TierId::FAST, frame), c.heat as u64, c.hot);
             promotions.push((c.page, colour));
         }
+        // The hot NVM pages that stay, and the hot DRAM pages (victims are cold), may
+        // move between banks of their channel.
+        let staying = [hl.split_off(promotions.len()), self.in_fast.iter().filter(|c| c.hot).copied().collect()];
         self.pending_promotions = promotions;
         if demotions.is_empty() {
             self.submit_promotions(mech);
@@ -521,7 +523,7 @@ impl Memos {
             self.submit_demotions(mech, demotions, DEMOTE);
         }
         if self.cfg.rebalance_banks {
-            self.plan_rebalance(mech);
+            self.plan_rebalance(mech, staying);
         }
     }
 
@@ -546,17 +548,14 @@ impl Memos {
 
     /// §7.2: in each channel, hot pages of banks holding more than their share of
     /// active pages go to the least active banks.
-    fn plan_rebalance(&mut self, mech: &mut Mechanisms) {
-        for tier in [TierId::FAST, TierId::SLOW] {
-            let active = self.hierarchy.bank_active(tier).to_vec();
-            let mean = active.iter().sum::<u64>() as f64 / active.len() as f64;
+    fn plan_rebalance(&mut self, mech: &mut Mechanisms, staying: [Vec<Candidate>; 2]) {
+        for mut hot in staying {
+            let Some(tier) = hot.first().map(|c| c.tier) else { continue };
+            hot.retain(|c| c.hot && c.tier == tier);
+            let mut count = self.hierarchy.bank_active(tier).to_vec();
+            let mean = count.iter().sum::<u64>() as f64 / count.len() as f64;
             let over = mean * (1.0 + self.cfg.rebalance_slack);
-            let mut count = active.clone();
             let base = mech.info().tier(tier).base_pfn;
-            let mut hot: Vec<Candidate> = self.in_fast.iter().chain(&self.want_fast).filter(|c| c.tier == tier && c.hot).copied().collect();
-            if tier == TierId::SLOW {
-                hot = Vec::new();
-            }
             hot.sort_by_key(|c| (std::cmp::Reverse(c.heat), c.page.tenant, c.page.addr));
             let mut moved = 0;
             for c in hot {
