@@ -34,7 +34,8 @@
 //!   thrashing pages, `rare_slab` (15) for rarely touched ones, the others for
 //!   frequently touched ones; when none has room, any slab (§5.3 (4)).
 //! - **Bank rebalancing** (§7.2): after the moves, hot pages of banks with more than
-//!   their share of active pages move to the least active banks of the same channel.
+//!   their share of active pages move to the least active banks of the same channel:
+//!   hot DRAM pages, and hot NVM pages the round did not promote.
 //! - **Bandwidth balancing** (§5.3): at the end of every pass, when the DRAM channel's
 //!   utilisation is at `bandwidth_bound` of its peak and the NVM channel's is not, the
 //!   hottest read-domain DRAM pages (then write-domain ones) move to NVM,
