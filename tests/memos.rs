@@ -126,3 +126,26 @@ fn a_large_footprint_is_sampled_a_share_at_a_time() {
     let ratio = scanned(&shared) / scanned(&full);
     assert!(ratio > 0.1 && ratio < 0.3, "entries per sampling: {ratio:.3} of a full scan");
 }
+
+#[test]
+fn bandwidth_balancing_moves_pages_off_a_busy_dram_channel_and_stops() {
+    // Every page born in a DRAM that holds them all, the bound at 5 % of a channel's
+    // peak: DRAM is at its bound and the idle NVM channel is not, so balancing steps
+    // move hot DRAM pages to NVM, a pass at a time while DRAM's utilisation does not
+    // drop.
+    let sets = [
+        "workload.name=\"kv\"",
+        "workload.footprint=\"16MiB\"",
+        "workload.refs=600000",
+        "policy.memos.initial=\"fast-first\"",
+        "machine.tiers.fast.capacity=\"100%\"",
+        "policy.memos.bandwidth_bound=0.05",
+        "policy.memos.balance_step_pages=16",
+    ];
+    let r = run_memos("memos", &[], &sets);
+    let (steps, pages) = (stat(&r, "balance_steps"), stat(&r, "balanced_pages"));
+    assert!(steps > 0 && pages > 0 && pages <= 16 * steps, "{:?}", r.policy_report["stats"]);
+    assert!(steps < r.policy_report["passes"].as_u64().unwrap(), "balancing stops when DRAM's utilisation drops");
+    let normal = run_memos("memos", &[], &sets[..5]);
+    assert_eq!(stat(&normal, "balance_steps"), 0);
+}
