@@ -130,6 +130,13 @@ struct TierFrames {
 }
 
 impl TierFrames {
+    /// The tier-local numbers of the free frames, lowest first.
+    fn free_locals(&self) -> impl Iterator<Item = u64> + '_ {
+        self.bits.iter().enumerate().flat_map(|(wi, &w)| {
+            std::iter::successors((w != 0).then_some(w), |&w| (w & (w - 1) != 0).then(|| w & (w - 1))).map(move |w| wi as u64 * 64 + w.trailing_zeros() as u64)
+        })
+    }
+
     #[inline]
     fn is_free(&self, local: u64) -> bool {
         self.bits[(local / 64) as usize] >> (local % 64) & 1 == 1
@@ -202,13 +209,8 @@ impl FrameAllocator {
             let tier = &self.tiers[t];
             let mut counts = if bits.is_empty() { Vec::new() } else { vec![0u32; 1 << bits.len()] };
             if !counts.is_empty() {
-                for (wi, &w) in tier.bits.iter().enumerate() {
-                    let mut w = w;
-                    while w != 0 {
-                        let local = wi as u64 * 64 + w.trailing_zeros() as u64;
-                        w &= w - 1;
-                        counts[self.colours.index(local)] += 1;
-                    }
+                for local in tier.free_locals() {
+                    counts[self.colours.index(local)] += 1;
                 }
             }
             self.tiers[t].counts = counts;
@@ -245,16 +247,7 @@ impl FrameAllocator {
         if colour.mask & !self.colours.mask == 0 {
             return self.counted(tier, colour);
         }
-        let mut n = 0;
-        for (wi, &w) in tier.bits.iter().enumerate() {
-            let mut w = w;
-            while w != 0 {
-                let local = wi as u64 * 64 + w.trailing_zeros() as u64;
-                w &= w - 1;
-                n += colour.matches(local) as u64;
-            }
-        }
-        n
+        tier.free_locals().filter(|&local| colour.matches(local)).count() as u64
     }
 
     /// Free frames of `colour`, whose mask is within the colour bits, from the counts.

@@ -447,13 +447,11 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
             if value >> bits.len() != 0 {
                 return Err(format!("{what} {value} does not exist ({} bits select it)", bits.len()));
             }
-            for (i, &b) in bits.iter().enumerate() {
-                if b < 12 {
-                    return Err(format!("the {what} is selected by address bit {b}, inside a 4 KiB page: frames cannot be coloured by it"));
-                }
-                colour.mask |= 1 << (b - 12);
-                colour.value |= ((value >> i) & 1) << (b - 12);
+            if let Some(b) = bits.iter().find(|&&b| b < 12) {
+                return Err(format!("the {what} is selected by address bit {b}, inside a 4 KiB page: frames cannot be coloured by it"));
             }
+            // Channel, bank and LLC bits may overlap (a bank bit inside the set index).
+            colour = Colour::from_bits(&bits, value)?.and(colour).ok_or_else(|| format!("no frame has that {what} and the fields before it"))?;
         }
         Ok(colour)
     }

@@ -150,7 +150,7 @@ impl Hierarchy {
     }
 
     /// Standard deviation of the active pages per bank of `tier` (memos Fig. 15).
-    pub fn bank_imbalance(&self, tier: TierId) -> f64 {
+    pub fn active_pages_sd(&self, tier: TierId) -> f64 {
         let a = &self.bank_active[tier.index()];
         let n = a.len() as f64;
         let mean = a.iter().sum::<u64>() as f64 / n;
@@ -233,8 +233,8 @@ mod tests {
         for _ in 0..4 {
             h.add(DRAM, 0, 1, true);
         }
-        assert!((h.bank_imbalance(DRAM) - 3f64.sqrt()).abs() < 1e-12);
+        assert!((h.active_pages_sd(DRAM) - 3f64.sqrt()).abs() < 1e-12);
         h.clear();
-        assert_eq!(h.bank_imbalance(DRAM), 0.0);
+        assert_eq!(h.active_pages_sd(DRAM), 0.0);
     }
 }

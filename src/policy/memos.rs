@@ -48,7 +48,7 @@ use super::{Policy, Requirements};
 use crate::machine::hypervisor::MoveHow;
 use crate::machine::placement::Placement;
 use crate::machine::{MachineInfo, Observer, PageRef, RefOutcome, ScanEvent, TierId};
-use crate::mechanism::{Job, JobDone, Mechanisms, Op, ScanMode, Scope, ThreadId, ThreadKind};
+use crate::mechanism::{Job, JobDone, JobId, Mechanisms, Op, ScanMode, Scope, ThreadId, ThreadKind};
 use crate::monitor::{Hierarchy, Pacer, Period};
 use crate::params;
 use crate::trace::Access;
@@ -209,7 +209,7 @@ fn rank_victims(victims: &mut [Candidate]) {
     victims.sort_by_key(|c| (std::cmp::Reverse(c.forecast), c.heat, c.page.tenant, c.page.addr));
 }
 
-/// What SysMon keeps per page: 9 bytes (the paper's "page shadow array").
+/// What SysMon keeps per page: 6 bytes (the paper's "page shadow array").
 #[derive(Clone, Copy, Debug, Default)]
 struct PageState {
     /// This pass: samplings that saw Accessed, and Dirty.
@@ -220,13 +220,8 @@ struct PageState {
     last: u8,
     min_gap: u8,
     max_gap: u8,
-    /// One bit per pass, latest in bit 0: write-domain, hot.
+    /// One bit per pass, latest in bit 0: write-domain.
     wd: u8,
-    hot: u8,
-    /// Accessed samplings in the last finished pass (its hotness).
-    heat: u8,
-    /// Reuse class of the last finished pass.
-    reuse: u8,
 }
 
 /// A page considered for a move at the end of a pass.
@@ -284,7 +279,6 @@ pub struct Memos {
     rebalance_queue: Vec<(PageRef, TierId, crate::machine::Colour)>,
     /// Per tenant: the lowest and highest address sampled (for sampling a share).
     spans: Vec<(u64, u64)>,
-    tracked: u64,
     /// First frame of the fast and slow tiers.
     bases: [u64; 2],
     /// Per tier, per (bank, slab): frames the moves planned since the last pass took
@@ -292,8 +286,8 @@ pub struct Memos {
     planned: [Vec<i64>; 2],
     /// Why moves were refused, by reason.
     refusals: std::collections::BTreeMap<String, u64>,
-    /// Pages handed to a demotion job, to count which moved.
-    demoting: Vec<PageRef>,
+    /// The pages of each demotion job not finished yet, to count which moved.
+    demoting: Vec<(JobId, Vec<PageRef>)>,
     stats: MemosStats,
 }
 
@@ -349,6 +343,11 @@ impl Memos {
         Some((colour, colour.value))
     }
 
+    /// The tier-local frame number of frame `pfn` of `tier`.
+    fn local(&self, tier: TierId, pfn: u64) -> u64 {
+        pfn - self.bases[tier.index()]
+    }
+
     /// A page leaving tier-local frame `frame` of `tier` this round: its colour will
     /// have one more free frame.
     fn leaving(&mut self, tier: TierId, frame: u64) {
@@ -366,14 +365,11 @@ impl Memos {
         let wd = is_write_domain(reads, writes, self.cfg.write_weight);
         let hot = seen as f64 > self.cfg.hot_share * n as f64;
         let class = reuse(seen, n, st.min_gap as u32, st.max_gap as u32, self.cfg.rare_share, self.cfg.thrash_max_gap);
-        st.wd = st.wd << 1 | wd as u8;
-        st.hot = st.hot << 1 | hot as u8;
-        st.heat = st.seen;
-        st.reuse = class as u8;
-        let (wd_hist, heat) = (st.wd, st.heat);
-        *st = PageState { wd: st.wd, hot: st.hot, heat: st.heat, reuse: st.reuse, ..PageState::default() };
+        let wd_hist = st.wd << 1 | wd as u8;
+        *st = PageState { wd: wd_hist, ..PageState::default() };
+        let heat = seen as u8;
         let t = p.tier.index().min(1);
-        self.hierarchy.add(p.tier, p.pfn - self.bases[t], seen as u64, hot);
+        self.hierarchy.add(p.tier, self.local(p.tier, p.pfn), seen as u64, hot);
         if hot {
             self.point.hot[t] += 1;
         } else {
@@ -402,7 +398,7 @@ impl Memos {
             let gbps = (lines - self.last_lines[t]) as f64 * 64.0 / dt / 1e9;
             self.point.utilisation[t] = gbps / mech.info().tier(TierId(t as u8)).gbps;
             self.last_lines[t] = lines;
-            self.point.bank_sd[t] = self.hierarchy.bank_imbalance(TierId(t as u8));
+            self.point.bank_sd[t] = self.hierarchy.active_pages_sd(TierId(t as u8));
         }
         self.last_pass_cycle = now;
         self.point.end_s = now as f64 / (self.freq_ghz * 1e9);
@@ -456,7 +452,7 @@ impl Memos {
                 break;
             }
             let Some((colour, frame)) = self.destination(mech, to, c.reuse, None) else { break };
-            let from_local = c.pfn - mech.info().tier(c.tier).base_pfn;
+            let from_local = self.local(c.tier, c.pfn);
             self.leaving(c.tier, from_local);
             self.hierarchy.moved((c.tier, from_local), (to, frame), c.heat as u64, c.hot);
             out.push((c.page, to, colour));
@@ -466,17 +462,20 @@ impl Memos {
     }
 
     fn submit_demotions(&mut self, mech: &mut Mechanisms, moves: Vec<(PageRef, TierId, crate::machine::Colour)>, tag: u64) {
-        self.demoting.extend(moves.iter().map(|m| m.0));
+        let pages = moves.iter().map(|m| m.0).collect();
         let mut job = Job::new(tag);
-        if self.cfg.dma_demotions {
+        let thread = if self.cfg.dma_demotions {
             let batch = mech.plan_dma_batch(moves);
             job.push(Op::MoveBatch { batch });
-            let _ = mech.submit(ENGINE, job);
+            ENGINE
         } else {
             for (page, to, colour) in moves {
                 job.push(Op::MoveAs { page, to, how: MoveHow::Linux, colour });
             }
-            let _ = mech.submit(MIGRATOR, job);
+            MIGRATOR
+        };
+        if let Ok(id) = mech.submit(thread, job) {
+            self.demoting.push((id, pages));
         }
     }
 
@@ -497,7 +496,7 @@ impl Memos {
             hl.retain(|c| c.forecast != Forecast::UnWd);
         }
         rank_hotness(&mut hl);
-        // Room: free DRAM frames, then the coldest Un_WD DRAM pages.
+        // Room: free DRAM frames, then cold DRAM pages (`rank_victims`).
         let free = mech.free_frames(TierId::FAST) as usize;
         let need = hl.len().saturating_sub(free);
         let mut victims: Vec<Candidate> = self.in_fast.iter().filter(|c| !c.hot && c.forecast != Forecast::WdFreqH).copied().collect();
@@ -509,7 +508,7 @@ impl Memos {
         let mut promotions = Vec::with_capacity(hl.len());
         for c in hl.iter().take(free + demotions.len()) {
             let Some((colour, frame)) = self.destination(mech, TierId::FAST, c.reuse, None) else { break };
-            let from_local = c.pfn - mech.info().tier(c.tier).base_pfn;
+            let from_local = self.local(c.tier, c.pfn);
             self.leaving(c.tier, from_local);
             self.hierarchy.moved((c.tier, from_local), (TierId::FAST, frame), c.heat as u64, c.hot);
             promotions.push((c.page, colour));
@@ -556,14 +555,14 @@ impl Memos {
             let mut count = self.hierarchy.bank_active(tier).to_vec();
             let mean = count.iter().sum::<u64>() as f64 / count.len() as f64;
             let over = mean * (1.0 + self.cfg.rebalance_slack);
-            let base = mech.info().tier(tier).base_pfn;
             hot.sort_by_key(|c| (std::cmp::Reverse(c.heat), c.page.tenant, c.page.addr));
             let mut moved = 0;
             for c in hot {
                 if moved >= self.cfg.rebalance_max_pages {
                     break;
                 }
-                let from = self.hierarchy.bank_of(tier, c.pfn - base);
+                let local = self.local(tier, c.pfn);
+                let from = self.hierarchy.bank_of(tier, local);
                 if (count[from] as f64) <= over {
                     continue;
                 }
@@ -572,8 +571,8 @@ impl Memos {
                     break;
                 }
                 let Some((colour, frame)) = self.destination(mech, tier, c.reuse, Some(to)) else { continue };
-                self.leaving(tier, c.pfn - base);
-                self.hierarchy.moved((tier, c.pfn - base), (tier, frame), c.heat as u64, true);
+                self.leaving(tier, local);
+                self.hierarchy.moved((tier, local), (tier, frame), c.heat as u64, true);
                 count[from] -= 1;
                 count[to] += 1;
                 self.rebalance_queue.push((c.page, tier, colour));
@@ -615,7 +614,6 @@ impl Observer for Memos {
         let p = &e.page;
         let i = p.page as usize;
         if i >= self.pages.len() {
-            self.tracked = self.tracked.max(p.page + 1);
             self.pages.resize(i + 1, PageState::default());
         }
         let t = p.tenant as usize;
@@ -718,7 +716,6 @@ impl Policy for Memos {
             pending_promotions: Vec::new(),
             rebalance_queue: Vec::new(),
             spans: Vec::new(),
-            tracked: 0,
             bases: [m.tier(TierId::FAST).base_pfn, m.tier(TierId::SLOW).base_pfn],
             planned,
             refusals: Default::default(),
@@ -730,7 +727,7 @@ impl Policy for Memos {
 
     #[inline]
     fn on_reference(&mut self, _a: &Access, _o: &RefOutcome, mech: &mut Mechanisms) {
-        let (cfg, spans, tracked, passes) = (&self.cfg, &self.spans, self.tracked, self.passes);
+        let (cfg, spans, tracked, passes) = (&self.cfg, &self.spans, self.pages.len() as u64, self.passes);
         self.pacer.submit_when_due(mech, SYSMON, || Memos::sampling_job(cfg, spans, tracked, passes));
     }
 
@@ -744,7 +741,8 @@ impl Policy for Memos {
                 }
             }
             DEMOTE | BALANCE => {
-                for page in std::mem::take(&mut self.demoting) {
+                let Some(i) = self.demoting.iter().position(|d| d.0 == done.id) else { return };
+                for page in self.demoting.swap_remove(i).1 {
                     match mech.page(page) {
                         Ok(p) if p.tier == TierId::SLOW => self.stats.demoted += 1,
                         Ok(_) if self.cfg.dma_demotions => self.stats.demote_discarded += 1,
