@@ -127,6 +127,10 @@ pub struct ConfigArgs {
     /// Skip malformed trace lines (and count them) instead of stopping at the first.
     #[arg(long)]
     pub skip_malformed: bool,
+    /// `detailed` (the full model for every reference) or `sampled` (detailed windows
+    /// and fast-forward; shorthand for --set engine.mode=MODE; docs/sampled.md).
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<String>,
 }
 
 /// Parses the value of a whole-number option; the error names the option.
@@ -175,6 +179,12 @@ impl ConfigArgs {
         }
         if let Some(v) = &self.seed {
             sets.push(format!("workload.seed={}", whole_number("--seed", v)?));
+        }
+        if let Some(m) = &self.mode {
+            if !matches!(m.as_str(), "detailed" | "sampled") {
+                bail!("--mode: expected detailed or sampled, got {m}");
+            }
+            sets.push(format!("engine.mode={}", quoted(m)));
         }
         sets.extend(self.sets.iter().cloned());
         if let Some(f) = &self.format {

@@ -30,11 +30,74 @@ pub struct EngineConfig {
     /// Check every machine invariant (page conservation, capacities, TLB coherence)
     /// at each epoch; slow, for debugging policies. `--verify` turns it on too.
     pub check_invariants: bool,
+    /// `detailed` runs every reference through the full model; `sampled` alternates
+    /// detailed windows with fast-forward windows that keep everything a policy can
+    /// observe exact and take cache time from a cost model fitted on the detailed
+    /// window before (docs/sampled.md). Policies with a redirection structure
+    /// (Rainbow, HSCC, SpAR, SpRM, Memory Mode) always run detailed.
+    #[serde(skip_serializing_if = "Mode::is_detailed")]
+    pub mode: Mode,
+    /// Window lengths of sampled mode.
+    #[serde(skip_serializing_if = "SampledConfig::is_default")]
+    pub sampled: SampledConfig,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { epoch_cycles: 100_000_000, check_invariants: false }
+        EngineConfig { epoch_cycles: 100_000_000, check_invariants: false, mode: Mode::Detailed, sampled: SampledConfig::default() }
+    }
+}
+
+/// How the engine runs references (`engine.mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Every reference through the full model.
+    #[default]
+    Detailed,
+    /// Detailed windows alternating with fast-forward windows.
+    Sampled,
+}
+
+impl Mode {
+    pub fn is_detailed(&self) -> bool {
+        *self == Mode::Detailed
+    }
+}
+
+/// The windows of sampled mode, in references of each core: every `period_refs`
+/// references start with `detailed_refs` in the full model, the first `warmup_refs`
+/// of which re-warm the caches and the rest fit the cost model; the remaining
+/// references fast-forward. The defaults run 5 % of references detailed, in windows
+/// of a million references: enough for an 8 MiB LLC to refill (131 072 lines) and
+/// for every class of a two-tier machine to collect thousands of samples.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SampledConfig {
+    pub period_refs: u64,
+    pub detailed_refs: u64,
+    pub warmup_refs: u64,
+}
+
+impl Default for SampledConfig {
+    fn default() -> Self {
+        SampledConfig { period_refs: 20_000_000, detailed_refs: 1_000_000, warmup_refs: 500_000 }
+    }
+}
+
+impl SampledConfig {
+    pub fn is_default(&self) -> bool {
+        *self == SampledConfig::default()
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.detailed_refs == 0 || self.detailed_refs > self.period_refs {
+            bail!("engine.sampled.detailed_refs: must be in 1..=period_refs ({}), got {}", self.period_refs, self.detailed_refs);
+        }
+        if self.warmup_refs >= self.detailed_refs {
+            bail!("engine.sampled.warmup_refs: must be below detailed_refs ({}), got {}", self.detailed_refs, self.warmup_refs);
+        }
+        Ok(())
     }
 }
 
@@ -360,6 +423,7 @@ impl Config {
         if self.engine.epoch_cycles == 0 {
             bail!("engine.epoch_cycles: must be positive");
         }
+        self.engine.sampled.validate()?;
         for key in self.policy.params.keys() {
             if !POLICIES.iter().any(|p| p.0 == key) {
                 bail!("policy.{key}: unknown policy section (known policies: {})", POLICIES.iter().map(|p| p.0).collect::<Vec<_>>().join(", "));

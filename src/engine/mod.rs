@@ -22,13 +22,14 @@
 //! A run asked to stop ([`RunOptions::stop`], set on Ctrl-C) ends at its next epoch
 //! boundary and reports what it simulated, marked incomplete.
 
-use crate::config::{Config, WorkloadSlot};
+use crate::config::{Config, Mode, SampledConfig, WorkloadSlot};
+use crate::machine::sampled::{DETAILED, FAST, FIT};
 use crate::machine::{Build, Machine, MachineInfo, Redirect, TenantKind, TierId};
 use crate::mechanism::{Mechanisms, Runtime, ThreadId};
 use crate::policy::registry::{with_policy, PolicyVisitor};
 use crate::policy::{Epoch, FastTier, Policy, PolicyReport};
 use crate::progress::Progress;
-use crate::report::{EpochRecord, Report};
+use crate::report::{EpochRecord, Report, SamplingReport};
 use crate::trace::footprint::FootprintCheck;
 use crate::trace::{Access, Source};
 use anyhow::{bail, Result};
@@ -324,6 +325,12 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     let mut done_refs = 0u64;
     let mut stopped = false;
 
+    // Sampled mode, when asked for and possible (module `machine::sampled`).
+    let sampled = cfg.engine.mode == Mode::Sampled && R::PLAIN;
+    let windows = &cfg.engine.sampled;
+    let mut window: Vec<(Window, u64)> =
+        vec![if sampled { (Window::Warm, windows.warmup_refs) } else { (Window::Detailed, u64::MAX) }; feeds.len()];
+    let mut refs_by_window = [0u64; 2];
     let mut active: Vec<usize> = Vec::new();
     for (core, f) in feeds.iter_mut().enumerate() {
         if f.refill(levels)? {
@@ -359,26 +366,16 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         let next_thread = rt.threads.next_busy().map_or(u64::MAX, |(clock, _)| clock);
         let limit = next_other.min(next_thread).min(next_epoch);
         let feed = &mut feeds[core];
-        let mut exhausted = false;
-        loop {
-            if feed.pos == feed.buf.len() && !feed.refill(levels)? {
-                exhausted = true;
-                break;
-            }
-            let a = feed.buf[feed.pos];
-            feed.pos += 1;
-            // Host prefetch only (nothing simulated): the leaf PTE of the reference four
-            // places ahead, so its host cache miss overlaps this reference's work.
-            if let Some(far) = feed.buf.get(feed.pos + 3) {
-                machine.prefetch_far(core, far);
-            }
-            let out = machine.access(core, &a, &mut policy);
-            policy.on_reference(&a, &out, &mut Mechanisms::on_core(&mut machine, &mut rt, core));
-            done_refs += 1;
-            // A job handed to a thread just now must be scheduled beside the core.
-            if machine.cores()[core].clock >= limit || rt.threads.woken() {
-                break;
-            }
+        let (kind, left) = window[core];
+        let (n, exhausted) = match kind {
+            Window::Detailed | Window::Warm => run_slice::<DETAILED, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
+            Window::Fit => run_slice::<FIT, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
+            Window::Fast => run_slice::<FAST, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
+        };
+        done_refs += n;
+        if sampled {
+            refs_by_window[(kind == Window::Fast) as usize] += n;
+            window[core] = next_window(&mut machine, core, kind, left - n, windows);
         }
         if let Some(e) = machine.take_error() {
             return Err(failed(e));
@@ -414,6 +411,11 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         }
     }
     let wall = started.elapsed();
+    for (core, &(kind, _)) in window.iter().enumerate() {
+        if kind == Window::Fast {
+            machine.end_fast_forward(core);
+        }
+    }
     if check {
         if let Err(e) = machine.check_invariants() {
             return Err(failed(format!("invariant broken at the end of the run (policy {name}): {e}")));
@@ -431,7 +433,89 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     report.sim.setup_seconds = (started - setup_started).as_secs_f64();
     report.sim.foresight_seconds = foresight_seconds;
     report.notes.extend(traces.iter().flatten().filter_map(|t| t.facts.note.clone()));
+    if cfg.engine.mode == Mode::Sampled {
+        if !sampled {
+            report.notes.push(format!(
+                "engine.mode = \"sampled\": policy {name} puts a redirection structure on the memory path, which every reference must reach as the full model sends it, so the run was detailed throughout"
+            ));
+        }
+        report.sampling = Some(SamplingReport::new(sampled, refs_by_window, machine.cost_models(), windows));
+    }
     Ok(report)
+}
+
+/// A core's place in sampled mode's cycle of windows (module `machine::sampled`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Window {
+    /// A detailed run (not sampled).
+    Detailed,
+    /// The full model re-warming the caches at the start of a detailed window.
+    Warm,
+    /// The full model, fitting the cost model.
+    Fit,
+    /// Fast-forward.
+    Fast,
+}
+
+/// The window after `core`'s `kind` window with `left` references to go: the same
+/// one while references are left, else the next, with the cost model told.
+fn next_window<R: Redirect>(m: &mut Machine<R>, core: usize, kind: Window, left: u64, w: &SampledConfig) -> (Window, u64) {
+    if left > 0 {
+        return (kind, left);
+    }
+    match kind {
+        Window::Detailed => (Window::Detailed, u64::MAX),
+        Window::Warm => {
+            m.begin_fit(core);
+            (Window::Fit, w.detailed_refs - w.warmup_refs)
+        }
+        Window::Fit => {
+            m.end_fit(core);
+            (Window::Fast, w.period_refs - w.detailed_refs)
+        }
+        Window::Fast => {
+            m.end_fast_forward(core);
+            (Window::Warm, w.warmup_refs)
+        }
+    }
+}
+
+/// Runs `core`'s references in mode `M` until its clock passes `limit`, a job it
+/// handed over wakes a thread, `max` references have run, or its source is
+/// exhausted. Returns the references run and whether the source is exhausted.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn run_slice<const M: u8, R: Redirect, P: Policy<R>>(
+    feed: &mut CoreFeed,
+    machine: &mut Machine<R>,
+    rt: &mut Runtime,
+    policy: &mut P,
+    core: usize,
+    limit: u64,
+    max: u64,
+    levels: u32,
+) -> Result<(u64, bool)> {
+    let mut n = 0;
+    while n < max {
+        if feed.pos == feed.buf.len() && !feed.refill(levels)? {
+            return Ok((n, true));
+        }
+        let a = feed.buf[feed.pos];
+        feed.pos += 1;
+        // Host prefetch only (nothing simulated): the leaf PTE of the reference four
+        // places ahead, so its host cache miss overlaps this reference's work.
+        if let Some(far) = feed.buf.get(feed.pos + 3).filter(|_| M != FAST) {
+            machine.prefetch_far(core, far);
+        }
+        let out = machine.access_in::<M, _>(core, &a, policy);
+        policy.on_reference(&a, &out, &mut Mechanisms::on_core(machine, rt, core));
+        n += 1;
+        // A job handed to a thread just now must be scheduled beside the core.
+        if machine.cores()[core].clock >= limit || rt.threads.woken() {
+            break;
+        }
+    }
+    Ok((n, false))
 }
 
 /// A build error of a policy's machine, naming the policy.

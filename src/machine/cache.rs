@@ -278,6 +278,17 @@ impl Caches {
         })
     }
 
+    /// Adds lookups that were not simulated (sampled mode's fast-forward): `served[l]`
+    /// references served by level `l`, or by memory at index `depth()`. A reference
+    /// served by level `l` hit there and missed every level above it.
+    pub fn add_estimated(&mut self, served: &[u64]) {
+        let depth = self.levels.len();
+        for (i, level) in self.levels.iter_mut().enumerate() {
+            level.hits += served[i];
+            level.misses += served[i + 1..=depth].iter().sum::<u64>();
+        }
+    }
+
     pub fn stats(&self) -> Vec<CacheStats> {
         self.levels
             .iter()

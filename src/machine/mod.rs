@@ -33,6 +33,7 @@ pub mod placement;
 pub mod redirect;
 pub mod remap;
 pub mod rmap;
+pub mod sampled;
 pub mod setassoc;
 pub mod space;
 pub mod tier;
@@ -48,6 +49,7 @@ pub use events::{Birthplace, FaultEvent, FaultKind, MemEvent, MemKind, Observer,
 pub use ids::{PageRef, TierId};
 pub use redirect::{NoRedirect, Redirect};
 pub use rmap::Owner;
+use sampled::{CostModel, DETAILED, FAST, FIT};
 pub use space::{PageInfo, TenantKind};
 pub use tier::TierStats;
 
@@ -308,6 +310,8 @@ pub struct Machine<R: Redirect = NoRedirect> {
     /// under `--verify`); the engine stops the run with it.
     pub(crate) error: Option<String>,
     timing: Timing,
+    /// Per core, sampled mode's cost model (unused in detailed runs).
+    pub(crate) models: Vec<CostModel>,
     /// Test hook: a migration that skips the data copy, to prove `--verify` notices.
     #[cfg(test)]
     pub(crate) break_migration_copy: bool,
@@ -398,6 +402,7 @@ impl<R: Redirect> Machine<R> {
             ),
             hyper: hypervisor::Hyper::new(),
             error: None,
+            models: (0..cfg.cores).map(|_| CostModel::new(frames.len(), cfg.caches.len())).collect(),
             timing: Timing {
                 cpi_fp: (cfg.base_cpi * FP as f64).round() as u64,
                 inv_mlp_fp: (FP as f64 / cfg.mlp).round() as u64,
@@ -417,6 +422,28 @@ impl<R: Redirect> Machine<R> {
             #[cfg(test)]
             break_dma_dirty_check: false,
         })
+    }
+
+    /// Starts a fitting window of sampled mode on `core` (module [`sampled`]).
+    pub fn begin_fit(&mut self, core: usize) {
+        self.models[core].begin_fit(self.cores[core].clock, self.mem.tiers.writebacks_of(core));
+    }
+
+    /// Ends a fitting window of sampled mode on `core`: its cost model is refitted.
+    pub fn end_fit(&mut self, core: usize) {
+        self.models[core].end_fit(self.cores[core].clock, self.mem.tiers.writebacks_of(core));
+    }
+
+    /// Ends a fast-forward window on `core`: the cache lookups it skipped are added to
+    /// the caches' hit and miss counts as the cost model estimates them.
+    pub fn end_fast_forward(&mut self, core: usize) {
+        let served = self.models[core].estimated_levels();
+        self.mem.caches.add_estimated(&served);
+    }
+
+    /// Sampled mode's cost models, one per core.
+    pub fn cost_models(&self) -> &[CostModel] {
+        &self.models
     }
 
     /// The configuration as built.
@@ -524,6 +551,18 @@ impl<R: Redirect> Machine<R> {
     /// whatever the number of policies the registry instantiates it for.)
     #[inline(always)]
     pub fn access<O: Observer>(&mut self, core: usize, a: &Access, obs: &mut O) -> RefOutcome {
+        self.access_in::<DETAILED, O>(core, a, obs)
+    }
+
+    /// [`Machine::access`] in one of sampled mode's ways (module [`sampled`]):
+    /// `DETAILED`, the full model; `FIT`, the full model recording what the core's cost
+    /// model is fitted on; `FAST`, fast-forward — translation, faults and Accessed/Dirty
+    /// bits exact, the caches skipped and their time taken from the cost model, and
+    /// memory reached as often as the model says. `FAST` needs a machine without a
+    /// redirection structure.
+    #[inline(always)]
+    pub fn access_in<const M: u8, O: Observer>(&mut self, core: usize, a: &Access, obs: &mut O) -> RefOutcome {
+        debug_assert!(M != FAST || R::PLAIN, "fast-forward on a machine with a redirection structure");
         let write = a.is_write();
         {
             let c = &mut self.cores[core];
@@ -541,7 +580,7 @@ impl<R: Redirect> Machine<R> {
         let (entry, mut translation, mut found) = match self.cores[core].tlb.lookup(tenant, a.vaddr) {
             Some((TlbHit::L1, e)) => (e, 0, Some(TlbHit::L1)),
             Some((TlbHit::L2, e)) => (e, self.timing.l2_tlb_cycles, Some(TlbHit::L2)),
-            None => match self.translate_miss(core, tenant, a.vaddr, write, obs) {
+            None => match self.translate_miss::<M, O>(core, tenant, a.vaddr, write, obs) {
                 Some((e, c)) => (e, c, None),
                 None => return RefOutcome::default(),
             },
@@ -549,7 +588,7 @@ impl<R: Redirect> Machine<R> {
         if write && !entry.dirty {
             // x86 sets the dirty bit with a locked update of the PTE on the first store
             // through a clean TLB entry.
-            translation += self.set_dirty_bit(core, tenant, a.vaddr, &entry, translation, obs);
+            translation += self.set_dirty_bit::<M, O>(core, tenant, a.vaddr, &entry, translation, obs);
         }
         let mut pfn = if entry.huge { entry.base_pfn + ((a.vaddr >> 12) & (self.space.huge_frames() - 1)) } else { entry.base_pfn };
         let mut at_memory = 0;
@@ -575,7 +614,21 @@ impl<R: Redirect> Machine<R> {
         self.cores[core].stats.translation_cycles += translation;
 
         let at = self.cores[core].clock;
-        let (level, mut latency) = self.mem.cached(&mut self.redirect, core, paddr, write, MemKind::Demand, at, false, obs);
+        // (The tier of the data only matters to sampled mode's model.)
+        let tier = if M == DETAILED { 0 } else { self.mem.tiers.tier_of(pfn).index() };
+        let (level, mut latency) = if M == FAST {
+            let (beyond, memory, writeback) = self.models[core].data(tier, write);
+            let depth = self.mem.caches.depth();
+            if writeback {
+                self.redirect.memory(&mut self.mem.tiers, core, paddr & !63, true, MemKind::Writeback, at, false, obs);
+            }
+            if memory {
+                self.redirect.memory(&mut self.mem.tiers, core, paddr, false, MemKind::Demand, at, false, obs);
+            }
+            (if memory { depth } else { 0 }, beyond + self.timing.l1_latency)
+        } else {
+            self.mem.cached(&mut self.redirect, core, paddr, write, MemKind::Demand, at, false, obs)
+        };
         if R::TRANSLATES && at_memory > 0 && level == self.mem.caches.depth() {
             latency += at_memory;
             self.redirect.memory_charge_taken(at_memory);
@@ -591,6 +644,12 @@ impl<R: Redirect> Machine<R> {
         };
         c.clock += stall;
         c.stats.memory_stall_cycles += stall;
+        if M == FIT {
+            let model = &mut self.models[core];
+            let p = model.predict_data(tier, write);
+            let predicted = if a.is_dependent() { p } else { p * self.timing.inv_mlp_fp / FP };
+            model.record_data(tier, write, level, beyond_l1, stall, predicted);
+        }
         if self.shadow.is_some() {
             let served = self.redirect.served(pfn);
             self.check_shadow(tenant, a.vaddr, pfn, served, write);
@@ -611,7 +670,7 @@ impl<R: Redirect> Machine<R> {
     /// Sets the Dirty bit of the PTE behind `entry` with a write through the caches
     /// issued `after` cycles into the reference; returns its latency.
     #[inline(always)]
-    fn set_dirty_bit<O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, entry: &TlbEntry, after: u64, obs: &mut O) -> u64 {
+    fn set_dirty_bit<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, entry: &TlbEntry, after: u64, obs: &mut O) -> u64 {
         let (slot, addr, huge) = if entry.slot != NO_SLOT {
             (Some(entry.slot as usize), vaddr, entry.huge)
         } else {
@@ -634,10 +693,10 @@ impl<R: Redirect> Machine<R> {
             }
             let pa = self.space.entry_paddr(tenant, slot);
             let at = self.cores[core].clock + after;
-            lat = self.mem.cached(&mut self.redirect, core, pa, true, MemKind::Walk, at, false, obs).1;
+            lat = self.walk_cached::<M, O>(core, pa, true, at, obs).1;
         }
         if self.space.tenants()[tenant as usize].guest.is_some() {
-            lat += self.set_guest_dirty_bit(core, tenant, vaddr, after + lat, obs);
+            lat += self.set_guest_dirty_bit::<M, O>(core, tenant, vaddr, after + lat, obs);
         }
         self.cores[core].tlb.set_dirty(tenant, vaddr, entry.huge);
         lat
@@ -647,7 +706,7 @@ impl<R: Redirect> Machine<R> {
     /// the Dirty bit of the guest PTE too (a write to the guest page-table page, whose
     /// EPT entry it marks accessed, and dirty while PML is on: module `vmx`). The
     /// guest PTE's host address comes from the paging-structure caches (no walk).
-    fn set_guest_dirty_bit<O: Observer>(&mut self, core: usize, tenant: u16, gva: u64, after: u64, obs: &mut O) -> u64 {
+    fn set_guest_dirty_bit<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, gva: u64, after: u64, obs: &mut O) -> u64 {
         let guest = &mut self.space.tenant_mut(tenant).guest.as_mut().expect("VM tenant").table;
         let Some(gleaf) = guest.walk(gva, None) else { return 0 };
         *guest.entry_mut(gleaf.slot) |= DIRTY | ACCESSED;
@@ -662,17 +721,37 @@ impl<R: Redirect> Machine<R> {
         }
         let hpa = (m.pfn() << 12) + (gpte - m.addr);
         let at = self.cores[core].clock + after;
-        self.mem.cached(&mut self.redirect, core, hpa, true, MemKind::Walk, at, false, obs).1
+        self.walk_cached::<M, O>(core, hpa, true, at, obs).1
+    }
+
+    /// One page-walk reference (or PTE update) of `core` to `pa` at cycle `at`: through
+    /// the caches, recorded for the cost model when fitting, or priced by the model in
+    /// fast-forward (reaching memory as often as the model says). Returns the level that
+    /// served it and its latency.
+    #[inline(always)]
+    fn walk_cached<const M: u8, O: Observer>(&mut self, core: usize, pa: u64, write: bool, at: u64, obs: &mut O) -> (usize, u64) {
+        if M == FAST {
+            let (lat, memory) = self.models[core].walk();
+            if memory {
+                self.redirect.memory(&mut self.mem.tiers, core, pa, false, MemKind::Walk, at, false, obs);
+            }
+            return (if memory { self.mem.caches.depth() } else { 0 }, lat);
+        }
+        let (level, lat) = self.mem.cached(&mut self.redirect, core, pa, write, MemKind::Walk, at, false, obs);
+        if M == FIT {
+            self.models[core].record_walk(level, lat);
+        }
+        (level, lat)
     }
 
     /// Walk references of `path` through the caches, each issued when the previous
     /// one has completed, from `after` cycles into the reference; returns their latency.
     #[inline]
-    fn walk_refs<O: Observer>(&mut self, core: usize, path: &WalkPath, after: u64, obs: &mut O) -> u64 {
+    fn walk_refs<const M: u8, O: Observer>(&mut self, core: usize, path: &WalkPath, after: u64, obs: &mut O) -> u64 {
         let start = self.cores[core].clock + after;
         let mut cycles = 0;
         for &pa in path.as_slice() {
-            let (level, lat) = self.mem.cached(&mut self.redirect, core, pa, false, MemKind::Walk, start + cycles, false, obs);
+            let (level, lat) = self.walk_cached::<M, O>(core, pa, false, start + cycles, obs);
             cycles += lat;
             let s = &mut self.cores[core].stats;
             s.walk_references += 1;
@@ -685,7 +764,7 @@ impl<R: Redirect> Machine<R> {
     /// cycles into the reference, mapping the page on first touch. Returns (leaf
     /// entry, whether it is huge, walk cycles).
     #[inline]
-    fn managed_walk<O: Observer>(&mut self, core: usize, tenant: u16, addr: u64, write: bool, after: u64, obs: &mut O) -> Option<(u64, bool, u64, usize)> {
+    fn managed_walk<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, addr: u64, write: bool, after: u64, obs: &mut O) -> Option<(u64, bool, u64, usize)> {
         let mut path = WalkPath::default();
         let mut extra = 0;
         let leaf = match self.space.tenants()[tenant as usize].table.walk(addr, Some(&mut path)) {
@@ -696,7 +775,7 @@ impl<R: Redirect> Machine<R> {
                 self.space.tenants()[tenant as usize].table.walk(addr, Some(&mut path)).expect("page mapped by first touch")
             }
         };
-        let cycles = self.walk_refs(core, &path, after + extra, obs) + extra;
+        let cycles = self.walk_refs::<M, O>(core, &path, after + extra, obs) + extra;
         let e = self.space.entry_mut(tenant, leaf.slot);
         let newly_dirty = write && *e & DIRTY == 0;
         *e |= ACCESSED | if write { DIRTY } else { 0 };
@@ -713,7 +792,7 @@ impl<R: Redirect> Machine<R> {
     /// for 4 KiB/4 KiB with 4 levels, 15 for huge/huge). Returns the host leaf entry of
     /// the data page adjusted to the TLB entry's size, whether that size is huge, the
     /// cycles, the guest-physical address, and whether the host (EPT) page is huge.
-    fn nested_walk<O: Observer>(&mut self, core: usize, tenant: u16, gva: u64, write: bool, obs: &mut O) -> Option<(u64, bool, u64, u64, bool)> {
+    fn nested_walk<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, gva: u64, write: bool, obs: &mut O) -> Option<(u64, bool, u64, u64, bool)> {
         let huge_mask = self.space.huge_bytes() - 1;
         let mut gpath = WalkPath::default();
         let guest = &self.space.tenants()[tenant as usize].guest.as_ref().expect("VM tenant").table;
@@ -733,12 +812,12 @@ impl<R: Redirect> Machine<R> {
         // Each guest page-table entry: translate its guest-physical address, then read it.
         for i in 0..gpath.len {
             let gpa = gpath.addrs[i];
-            let (e, huge, c, _) = self.managed_walk(core, tenant, gpa, gpt_write, cycles, obs)?;
+            let (e, huge, c, _) = self.managed_walk::<M, O>(core, tenant, gpa, gpt_write, cycles, obs)?;
             cycles += c;
             let mask = if huge { huge_mask } else { 0xfff };
             let hpa = (e >> 12) << 12 | (gpa & mask);
             let at = self.cores[core].clock + cycles;
-            let (_, lat) = self.mem.cached(&mut self.redirect, core, hpa, false, MemKind::Walk, at, false, obs);
+            let (_, lat) = self.walk_cached::<M, O>(core, hpa, false, at, obs);
             cycles += lat;
             self.cores[core].stats.walk_references += 1;
         }
@@ -748,7 +827,7 @@ impl<R: Redirect> Machine<R> {
         let guest_dirty = *ge & DIRTY != 0;
         let gmask = if gleaf.huge { huge_mask } else { 0xfff };
         let gpa = (*ge >> 12) << 12 | (gva & gmask);
-        let (he, hhuge, c, _) = self.managed_walk(core, tenant, gpa, write, cycles, obs)?;
+        let (he, hhuge, c, _) = self.managed_walk::<M, O>(core, tenant, gpa, write, cycles, obs)?;
         cycles += c;
         // The combined entry is dirty only if both dimensions are: a first store sets
         // whichever Dirty bit is still clear.
@@ -768,13 +847,13 @@ impl<R: Redirect> Machine<R> {
     /// fills the TLB. Returns the entry and the cycles spent; `None` if memory ran out.
     #[cold]
     #[inline(never)]
-    fn translate_miss<O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, write: bool, obs: &mut O) -> Option<(TlbEntry, u64)> {
+    fn translate_miss<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, write: bool, obs: &mut O) -> Option<(TlbEntry, u64)> {
         self.cores[core].stats.tlb_misses += 1;
         let (entry, huge, mut cycles, addr, managed_huge, slot) = if self.space.tenants()[tenant as usize].guest.is_none() {
-            let (e, huge, c, slot) = self.managed_walk(core, tenant, vaddr, write, 0, obs)?;
+            let (e, huge, c, slot) = self.managed_walk::<M, O>(core, tenant, vaddr, write, 0, obs)?;
             (e, huge, c, vaddr, huge, slot as u32)
         } else {
-            let (e, huge, c, gpa, ept_huge) = self.nested_walk(core, tenant, vaddr, write, obs)?;
+            let (e, huge, c, gpa, ept_huge) = self.nested_walk::<M, O>(core, tenant, vaddr, write, obs)?;
             (e, huge, c, gpa, ept_huge, NO_SLOT)
         };
         let poisoned = entry & POISONED != 0;

@@ -72,6 +72,10 @@ pub trait Redirect: Sized {
 
     /// Whether [`Redirect::after_translation`] does anything.
     const TRANSLATES: bool = false;
+    /// Whether the structure is no structure at all ([`NoRedirect`]): only then can a
+    /// run fast-forward (sampled mode), since every other structure needs each
+    /// reference to reach it as the full model would send it.
+    const PLAIN: bool = false;
 
     /// Frames of the slow tier the structure keeps its metadata in, for a slow tier
     /// of `slow_frames` base frames. The machine adds them to a slow tier sized as a
@@ -165,6 +169,7 @@ pub struct NoRedirect;
 
 impl Redirect for NoRedirect {
     type Spec = ();
+    const PLAIN: bool = true;
     fn build(_: &(), _: &Layout, _: Vec<u64>, _: Vec<u64>) -> anyhow::Result<NoRedirect> {
         Ok(NoRedirect)
     }

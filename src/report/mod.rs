@@ -4,8 +4,9 @@
 
 pub mod table;
 
-use crate::config::{Config, WorkloadSlot};
+use crate::config::{Config, SampledConfig, WorkloadSlot};
 use crate::machine::cache::CacheStats;
+use crate::machine::sampled::CostModel;
 use crate::machine::ops::MechanismStats;
 use crate::machine::placement::Placement;
 use crate::machine::{CoreStats, Machine, Redirect, TenantKind, TierId, TiersConfig};
@@ -246,9 +247,64 @@ pub struct SimInfo {
     pub command_seconds: f64,
     /// References per second of simulation wall time.
     pub references_per_second: f64,
+    /// Simulated seconds per second of simulation wall time.
+    pub simulated_seconds_per_second: f64,
     pub verify: bool,
     /// Reads checked against shadow memory (with `--verify`).
     pub verified_reads: u64,
+}
+
+/// What a sampled run did (module `machine::sampled`, docs/sampled.md).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SamplingReport {
+    /// `sampled`, or `detailed` when the policy's redirection structure kept the run
+    /// detailed throughout.
+    pub ran: String,
+    pub period_refs: u64,
+    pub detailed_refs: u64,
+    pub warmup_refs: u64,
+    /// References run in the full model (warm-up and fitting) and fast-forwarded.
+    pub detailed_references: u64,
+    pub fast_forward_references: u64,
+    /// Share of references run in the full model.
+    pub detailed_share: f64,
+    /// Fitting windows that the previous fit predicted, over all cores.
+    pub predicted_windows: u64,
+    /// The cost model's estimated error: over those windows, the stall cycles the
+    /// previous fit predicts minus those measured, as a share of the window's cycles —
+    /// the mean of its absolute value, its largest absolute value, and its mean with
+    /// sign (a bias: positive when the model overestimates time).
+    pub model_error_mean: f64,
+    pub model_error_max: f64,
+    pub model_error_bias: f64,
+    /// What in the report is estimated rather than simulated.
+    pub estimated: String,
+}
+
+impl SamplingReport {
+    pub fn new(sampled: bool, refs_by_window: [u64; 2], models: &[CostModel], w: &SampledConfig) -> SamplingReport {
+        let errors: Vec<f64> = models.iter().flat_map(|m| m.errors.iter().copied()).collect();
+        let n = errors.len().max(1) as f64;
+        let total = refs_by_window[0] + refs_by_window[1];
+        SamplingReport {
+            ran: if sampled { "sampled" } else { "detailed" }.to_string(),
+            period_refs: w.period_refs,
+            detailed_refs: w.detailed_refs,
+            warmup_refs: w.warmup_refs,
+            detailed_references: refs_by_window[0],
+            fast_forward_references: refs_by_window[1],
+            detailed_share: ratio(refs_by_window[0], total),
+            predicted_windows: errors.len() as u64,
+            model_error_mean: errors.iter().map(|e| e.abs()).sum::<f64>() / n,
+            model_error_max: errors.iter().fold(0.0, |a, e| a.max(e.abs())),
+            model_error_bias: errors.iter().sum::<f64>() / n,
+            estimated: if sampled {
+                "in fast-forward windows: cache-hierarchy latencies, cache hit and miss counts, walk references served by memory, and which references reach memory (at the fitted rate)".to_string()
+            } else {
+                String::new()
+            },
+        }
+    }
 }
 
 /// Everything a run reports.
@@ -292,6 +348,10 @@ pub struct Report {
     #[serde(flatten)]
     pub redirect: BTreeMap<String, serde_json::Value>,
     pub policy_report: PolicyReport,
+    /// Runs asked to be sampled (`engine.mode = "sampled"`): what ran detailed and
+    /// fast-forward, and the cost model's estimated error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<SamplingReport>,
     /// With `--slowdown-vs P`: execution time relative to a run of P on the same input.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slowdown: Option<Slowdown>,
@@ -494,6 +554,7 @@ impl Report {
             threads,
             redirect: m.redirect().report(cores, &m.cfg().tlb, &core_tenants(slots, cores.len())).into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             policy_report,
+            sampling: None,
             slowdown: None,
             epochs,
             sim: SimInfo {
@@ -503,6 +564,7 @@ impl Report {
                 foresight_seconds: None,
                 command_seconds: 0.0,
                 references_per_second: if wall_s > 0.0 { refs as f64 / wall_s } else { 0.0 },
+                simulated_seconds_per_second: if wall_s > 0.0 { seconds / wall_s } else { 0.0 },
                 verify,
                 verified_reads: m.verified_reads(),
             },

@@ -199,15 +199,37 @@ pub fn run_summary(r: &Report) -> String {
             t.lifetime_years.map_or(String::new(), |y| format!(", lifetime {} years", years(y)))
         );
     }
+    if let Some(sm) = &r.sampling {
+        let _ = writeln!(
+            w,
+            "mode              {}: {:.1} % of references detailed; cost model error per window {:.2} % mean, {:.2} % worst, bias {:+.2} % ({} windows)",
+            sm.ran,
+            sm.detailed_share * 100.0,
+            sm.model_error_mean * 100.0,
+            sm.model_error_max * 100.0,
+            sm.model_error_bias * 100.0,
+            sm.predicted_windows
+        );
+    }
     let _ = writeln!(
         w,
-        "simulation        {:.2} s wall, {:.2} M refs/s{}",
+        "simulation        {:.2} s wall, {:.2} M refs/s, {} simulated s per wall s{}",
         r.sim.wall_seconds,
         r.sim.references_per_second / 1e6,
+        sig3(r.sim.simulated_seconds_per_second),
         if r.sim.verify { format!(", verified {} reads", r.sim.verified_reads) } else { String::new() }
     );
     let _ = writeln!(w, "wall time         {:.2} s setup; {:.2} s for the whole command", r.sim.setup_seconds, r.sim.command_seconds);
     out
+}
+
+/// A positive number with three significant digits (0.000123, 0.0456, 1.23, 45.6).
+fn sig3(x: f64) -> String {
+    if x <= 0.0 || !x.is_finite() {
+        return "0".to_string();
+    }
+    let decimals = (2 - x.log10().floor() as i32).max(0) as usize;
+    format!("{x:.decimals$}")
 }
 
 /// One row per policy, normalised to `reports[base]` where a ratio makes sense.
