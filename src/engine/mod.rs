@@ -23,7 +23,7 @@
 //! boundary and reports what it simulated, marked incomplete.
 
 use crate::config::{Config, Mode, SampledConfig, WorkloadSlot};
-use crate::machine::sampled::{DETAILED, FAST, FIT};
+use crate::machine::sampled::{DETAILED, FAST, FIT, WARM};
 use crate::machine::{Build, Machine, MachineInfo, Redirect, TenantKind, TierId};
 use crate::mechanism::{Mechanisms, Runtime, ThreadId};
 use crate::policy::registry::{with_policy, PolicyVisitor};
@@ -331,6 +331,9 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     let mut window: Vec<(Window, u64)> =
         vec![if sampled { (Window::Warm, windows.warmup_refs) } else { (Window::Detailed, u64::MAX) }; feeds.len()];
     let mut refs_by_window = [0u64; 2];
+    if sampled {
+        machine.start_sampling();
+    }
     let mut active: Vec<usize> = Vec::new();
     for (core, f) in feeds.iter_mut().enumerate() {
         if f.refill(levels)? {
@@ -368,7 +371,8 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         let feed = &mut feeds[core];
         let (kind, left) = window[core];
         let (n, exhausted) = match kind {
-            Window::Detailed | Window::Warm => run_slice::<DETAILED, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
+            Window::Detailed => run_slice::<DETAILED, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
+            Window::Warm => run_slice::<WARM, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
             Window::Fit => run_slice::<FIT, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
             Window::Fast => run_slice::<FAST, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
         };

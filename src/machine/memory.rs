@@ -25,22 +25,12 @@ pub struct Tiers {
     /// Per tier: [first frame, one past the last).
     bounds: Vec<(u64, u64)>,
     demand: Vec<DemandStats>,
-    /// Dirty lines the caches wrote back, per core (whose access evicted them) and
-    /// tier: sampled mode fits its write-back rates on them.
-    writebacks: Vec<u64>,
 }
 
 impl Tiers {
     pub(crate) fn new(tiers: Vec<Tier>, bounds: Vec<(u64, u64)>) -> Tiers {
         let n = tiers.len();
-        Tiers { tiers, bounds, demand: vec![DemandStats::default(); n], writebacks: Vec::new() }
-    }
-
-    /// Lines written back to each tier by `core`'s accesses so far (counted once
-    /// [`Memory::new`] knows the cores).
-    pub(crate) fn writebacks_of(&self, core: usize) -> &[u64] {
-        let n = self.tiers.len();
-        self.writebacks.get(core * n..(core + 1) * n).unwrap_or(&[])
+        Tiers { tiers, bounds, demand: vec![DemandStats::default(); n] }
     }
 
     /// The tier holding frame `pfn`.
@@ -78,10 +68,6 @@ impl Tiers {
             d.reads += !write as u64;
             d.writes += write as u64;
             d.latency_cycles += latency;
-        } else if kind == MemKind::Writeback {
-            if let Some(n) = self.writebacks.get_mut(core * self.tiers.len() + t.index()) {
-                *n += 1;
-            }
         }
         obs.on_memory_access(&MemEvent { core, paddr, tier: t, write, kind, latency });
         latency
@@ -131,8 +117,7 @@ pub struct Memory {
 }
 
 impl Memory {
-    pub(crate) fn new(caches: &[CacheConfig], cores: usize, mut tiers: Tiers) -> Memory {
-        tiers.writebacks = vec![0; cores * tiers.tiers.len()];
+    pub(crate) fn new(caches: &[CacheConfig], cores: usize, tiers: Tiers) -> Memory {
         Memory { caches: Caches::new(caches, cores), tiers }
     }
 

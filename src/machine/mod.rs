@@ -49,7 +49,7 @@ pub use events::{Birthplace, FaultEvent, FaultKind, MemEvent, MemKind, Observer,
 pub use ids::{PageRef, TierId};
 pub use redirect::{NoRedirect, Redirect};
 pub use rmap::Owner;
-use sampled::{CostModel, DETAILED, FAST, FIT};
+use sampled::{CostModel, RecencyFilter, DETAILED, FAST, FIT};
 pub use space::{PageInfo, TenantKind};
 pub use tier::TierStats;
 
@@ -312,6 +312,9 @@ pub struct Machine<R: Redirect = NoRedirect> {
     timing: Timing,
     /// Per core, sampled mode's cost model (unused in detailed runs).
     pub(crate) models: Vec<CostModel>,
+    /// Sampled mode's recency filter of data lines (empty until
+    /// [`Machine::start_sampling`]).
+    recent: RecencyFilter,
     /// Test hook: a migration that skips the data copy, to prove `--verify` notices.
     #[cfg(test)]
     pub(crate) break_migration_copy: bool,
@@ -403,6 +406,7 @@ impl<R: Redirect> Machine<R> {
             hyper: hypervisor::Hyper::new(),
             error: None,
             models: (0..cfg.cores).map(|_| CostModel::new(frames.len(), cfg.caches.len())).collect(),
+            recent: RecencyFilter::default(),
             timing: Timing {
                 cpi_fp: (cfg.base_cpi * FP as f64).round() as u64,
                 inv_mlp_fp: (FP as f64 / cfg.mlp).round() as u64,
@@ -424,14 +428,20 @@ impl<R: Redirect> Machine<R> {
         })
     }
 
+    /// Prepares sampled mode: the recency filter gets as many lines as the LLC.
+    pub fn start_sampling(&mut self) {
+        let llc = self.cfg.caches.last().map_or(1 << 17, |c| c.size.bytes() / 64);
+        self.recent = RecencyFilter::new(llc);
+    }
+
     /// Starts a fitting window of sampled mode on `core` (module [`sampled`]).
     pub fn begin_fit(&mut self, core: usize) {
-        self.models[core].begin_fit(self.cores[core].clock, self.mem.tiers.writebacks_of(core));
+        self.models[core].begin_fit(self.cores[core].clock);
     }
 
     /// Ends a fitting window of sampled mode on `core`: its cost model is refitted.
     pub fn end_fit(&mut self, core: usize) {
-        self.models[core].end_fit(self.cores[core].clock, self.mem.tiers.writebacks_of(core));
+        self.models[core].end_fit(self.cores[core].clock);
     }
 
     /// Ends a fast-forward window on `core`: the cache lookups it skipped are added to
@@ -616,12 +626,15 @@ impl<R: Redirect> Machine<R> {
         let at = self.cores[core].clock;
         // (The tier of the data only matters to sampled mode's model.)
         let tier = if M == DETAILED { 0 } else { self.mem.tiers.tier_of(pfn).index() };
+        let (recent, evicted) = if M == DETAILED { (false, None) } else { self.recent.touch(paddr, M == FAST && write) };
+        if let Some(line) = evicted {
+            // A line only fast-forward wrote leaves the filter: written back as the LLC
+            // would.
+            self.redirect.memory(&mut self.mem.tiers, core, line, true, MemKind::Writeback, at, false, obs);
+        }
         let (level, mut latency) = if M == FAST {
-            let (beyond, memory, writeback) = self.models[core].data(tier, write);
+            let (beyond, memory) = self.models[core].data(tier, write, recent);
             let depth = self.mem.caches.depth();
-            if writeback {
-                self.redirect.memory(&mut self.mem.tiers, core, paddr & !63, true, MemKind::Writeback, at, false, obs);
-            }
             if memory {
                 self.redirect.memory(&mut self.mem.tiers, core, paddr, false, MemKind::Demand, at, false, obs);
             }
@@ -646,9 +659,9 @@ impl<R: Redirect> Machine<R> {
         c.stats.memory_stall_cycles += stall;
         if M == FIT {
             let model = &mut self.models[core];
-            let p = model.predict_data(tier, write);
+            let p = model.predict_data(tier, write, recent);
             let predicted = if a.is_dependent() { p } else { p * self.timing.inv_mlp_fp / FP };
-            model.record_data(tier, write, level, beyond_l1, stall, predicted);
+            model.record_data(tier, write, recent, level, beyond_l1, stall, predicted);
         }
         if self.shadow.is_some() {
             let served = self.redirect.served(pfn);

@@ -8,17 +8,24 @@
 //! moving pages, every mechanism and its cost — but the caches are not simulated.
 //! The time of each cache-hierarchy access comes from this model instead:
 //!
-//! - a **data reference** of class (tier of its frame, read or write) costs the mean
-//!   latency beyond an L1 hit that the class showed in the fitting window (then goes
-//!   through the same 1/MLP scaling as a detailed reference);
+//! - a **data reference** of class (tier of its frame, read or write, recent or not)
+//!   costs the mean latency beyond an L1 hit that the class showed in the fitting
+//!   window (then goes through the same 1/MLP scaling as a detailed reference).
+//!   "Recent" is the answer of a [`RecencyFilter`] kept in every mode but plain
+//!   detailed: a direct-mapped array of as many lines as the LLC, which says whether
+//!   the line was referenced lately. It is a functional stand-in for the caches that
+//!   costs one host load and store, and it is what lets the model follow a working
+//!   set that moves (a phase, the start of a run, pages moving): a reference to a line
+//!   just seen is priced and sent to memory as the recent references of its class
+//!   were, one to a line not seen as those were;
 //! - a **page-walk reference** (and a Dirty-bit update of a PTE) costs the mean latency
 //!   of walk references in the fitting window.
 //!
 //! The memory side stays real in expectation: a data reference reaches its tier with
 //! the probability of an LLC miss its class showed (a deterministic fixed-point
-//! accumulator, not a random draw), and a write to a tier writes one of its lines back
-//! at the rate the window showed — the lines the core's accesses evicted dirty to that
-//! tier, whichever reference evicted them, per write to that tier; those accesses go through the tier's channel and
+//! accumulator, not a random draw), and a line that a fast-forward write dirtied is
+//! written back to its tier when the recency filter evicts it, as the LLC would; those
+//! accesses go through the tier's channel and
 //! bank model, so the demand counters (AMAT, fast-tier share), energy, wear and the
 //! bandwidth mechanisms compete for stay faithful. Cache hit and miss counts of the
 //! skipped lookups are added from the fitted per-level distribution when a window
@@ -39,6 +46,8 @@ pub const DETAILED: u8 = 0;
 pub const FIT: u8 = 1;
 /// Fast-forward: caches skipped, costs from the fitted model.
 pub const FAST: u8 = 2;
+/// The full model re-warming the caches, keeping the recency filter current.
+pub const WARM: u8 = 3;
 
 /// Fixed point of means (cycles).
 const MEAN_BITS: u32 = 16;
@@ -49,6 +58,47 @@ const P_ONE: u64 = 1 << P_BITS;
 pub const MAX_LEVELS: usize = 6;
 /// Fewest references of a class in a window for its fit to replace the previous one.
 const MIN_SAMPLES: u64 = 32;
+
+/// Whether a data line was referenced lately, and which lines fast-forward wrote: one
+/// line per slot of a direct-mapped array with as many slots as the last-level cache
+/// has lines, indexed by a hash of the line number (so that arrays a multiple of the
+/// array's size apart do not evict each other on every reference). See the module
+/// docs.
+#[derive(Clone, Debug, Default)]
+pub struct RecencyFilter {
+    /// Line number + 1 (0 = empty), with [`FF_DIRTY`] set when a fast-forward write
+    /// dirtied it.
+    slots: Vec<u64>,
+    shift: u32,
+}
+
+/// Slot flag: written by a fast-forward reference, so that no cache holds the write
+/// and the filter must write it back when it evicts it.
+const FF_DIRTY: u64 = 1 << 63;
+
+impl RecencyFilter {
+    /// A filter of at least `lines` slots (a power of two).
+    pub fn new(lines: u64) -> RecencyFilter {
+        let bits = lines.max(2).next_power_of_two().trailing_zeros();
+        RecencyFilter { slots: vec![0; 1 << bits], shift: 64 - bits }
+    }
+
+    /// Records a reference to the line holding `paddr`, a write of fast-forward when
+    /// `ff_write`. Returns whether the filter held the line, and the line (its address)
+    /// that fast-forward had dirtied and this reference evicted, to be written back.
+    #[inline(always)]
+    pub fn touch(&mut self, paddr: u64, ff_write: bool) -> (bool, Option<u64>) {
+        let line = paddr >> 6;
+        // Fibonacci hashing: the top bits of the product.
+        let slot = (line.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize;
+        let old = self.slots[slot];
+        let seen = old & !FF_DIRTY == line + 1;
+        let evicted = (!seen && old & FF_DIRTY != 0).then(|| ((old & !FF_DIRTY) - 1) << 6);
+        let keep_dirty = if seen { old & FF_DIRTY } else { 0 };
+        self.slots[slot] = (line + 1) | keep_dirty | if ff_write { FF_DIRTY } else { 0 };
+        (seen, evicted)
+    }
+}
 
 /// What a fitting window saw of one class of references.
 #[derive(Clone, Copy, Debug, Default)]
@@ -68,14 +118,11 @@ struct Fit {
     mean: u64,
     /// Probability of reaching memory, fixed point.
     p_memory: u64,
-    /// Write-backs per reference, fixed point.
-    p_writeback: u64,
     /// Share of references served by each level, fixed point.
     levels: [u64; MAX_LEVELS],
     /// Carried remainders.
     mean_rem: u64,
     memory_rem: u64,
-    writeback_rem: u64,
 }
 
 impl Fit {
@@ -90,11 +137,9 @@ impl Fit {
             fitted: true,
             mean: (((s.cycles as u128) << MEAN_BITS) / n) as u64,
             p_memory: 0,
-            p_writeback: 0,
             levels,
             mean_rem: 0,
             memory_rem: 0,
-            writeback_rem: 0,
         }
     }
 
@@ -112,15 +157,6 @@ impl Fit {
         self.memory_rem += self.p_memory;
         let hit = self.memory_rem >= P_ONE;
         self.memory_rem -= if hit { P_ONE } else { 0 };
-        hit
-    }
-
-    /// Whether the next write writes a line back.
-    #[inline]
-    fn writes_back(&mut self) -> bool {
-        self.writeback_rem += self.p_writeback;
-        let hit = self.writeback_rem >= P_ONE;
-        self.writeback_rem -= if hit { P_ONE } else { 0 };
         hit
     }
 }
@@ -143,8 +179,6 @@ pub struct CostModel {
     predicted: u64,
     measured: u64,
     window_start: u64,
-    /// Lines the core's accesses had written back to each tier when the window began.
-    writebacks_start: Vec<u64>,
     /// Relative errors of the windows predicted so far, and their number.
     pub errors: Vec<f64>,
 }
@@ -155,29 +189,28 @@ impl CostModel {
         assert!(depth < MAX_LEVELS, "at most {} cache levels", MAX_LEVELS - 1);
         CostModel {
             depth,
-            data_sums: vec![Sums::default(); tiers * 2],
-            data_fits: vec![Fit::default(); tiers * 2],
+            data_sums: vec![Sums::default(); tiers * 4],
+            data_fits: vec![Fit::default(); tiers * 4],
             walk_sums: Sums::default(),
             walk_fit: Fit::default(),
-            data_skipped: vec![0; tiers * 2],
+            data_skipped: vec![0; tiers * 4],
             walk_skipped: 0,
             predicted: 0,
             measured: 0,
             window_start: 0,
-            writebacks_start: vec![0; tiers],
             errors: Vec::new(),
         }
     }
 
+    /// The class of a data reference: its tier, its direction, and whether the
+    /// recency filter had seen its line.
     #[inline]
-    fn class(tier: usize, write: bool) -> usize {
-        tier * 2 + write as usize
+    fn class(tier: usize, write: bool, recent: bool) -> usize {
+        (tier * 2 + write as usize) * 2 + recent as usize
     }
 
-    /// Starts a fitting window at cycle `clock` of its core, whose accesses have
-    /// written `writebacks[t]` lines back to tier `t` so far.
-    pub fn begin_fit(&mut self, clock: u64, writebacks: &[u64]) {
-        self.writebacks_start.iter_mut().zip(writebacks).for_each(|(s, &w)| *s = w);
+    /// Starts a fitting window at cycle `clock` of its core.
+    pub fn begin_fit(&mut self, clock: u64) {
         self.data_sums.iter_mut().for_each(|s| *s = Sums::default());
         self.walk_sums = Sums::default();
         self.predicted = 0;
@@ -189,8 +222,9 @@ impl CostModel {
     /// that served it, its latency beyond an L1 hit, and the stall it cost the core
     /// (`stall`) against the one the previous fit predicts for it (`predicted`).
     #[inline]
-    pub fn record_data(&mut self, tier: usize, write: bool, level: usize, beyond_l1: u64, stall: u64, predicted: u64) {
-        let s = &mut self.data_sums[Self::class(tier, write)];
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_data(&mut self, tier: usize, write: bool, recent: bool, level: usize, beyond_l1: u64, stall: u64, predicted: u64) {
+        let s = &mut self.data_sums[Self::class(tier, write, recent)];
         s.refs += 1;
         s.cycles += beyond_l1;
         s.levels[level.min(MAX_LEVELS - 1)] += 1;
@@ -212,8 +246,8 @@ impl CostModel {
     /// The previous fit's estimate of a data reference's latency beyond an L1 hit
     /// (no remainder carried; for the error estimate).
     #[inline]
-    pub fn predict_data(&self, tier: usize, write: bool) -> u64 {
-        self.data_fits[Self::class(tier, write)].mean >> MEAN_BITS
+    pub fn predict_data(&self, tier: usize, write: bool, recent: bool) -> u64 {
+        self.data_fits[Self::class(tier, write, recent)].mean >> MEAN_BITS
     }
 
     /// Whether the model has a fit to predict with.
@@ -221,13 +255,12 @@ impl CostModel {
         self.walk_fit.fitted || self.data_fits.iter().any(|f| f.fitted)
     }
 
-    /// Ends a fitting window at cycle `clock`, when the core's accesses have written
-    /// `writebacks[t]` lines back to tier `t`: classes with enough references get new
+    /// Ends a fitting window at cycle `clock`: classes with enough references get new
     /// fits (the others keep theirs; a class never seen borrows the other direction of
     /// its tier, then any fitted class), and the window's error is recorded when there
     /// was a previous fit to predict it with: (predicted − measured) stall cycles over
     /// the window's cycles.
-    pub fn end_fit(&mut self, clock: u64, writebacks: &[u64]) {
+    pub fn end_fit(&mut self, clock: u64) {
         let had_fit = self.fitted();
         let cycles = clock.saturating_sub(self.window_start);
         if had_fit && cycles > 0 {
@@ -240,42 +273,31 @@ impl CostModel {
                 f.p_memory = f.levels[depth];
             }
         }
-        // Write-backs to a tier, per write to it.
-        for (t, (&now, &then)) in writebacks.iter().zip(&self.writebacks_start).enumerate() {
-            let s = &self.data_sums[Self::class(t, true)];
-            if s.refs >= MIN_SAMPLES || (s.refs > 0 && !self.data_fits[Self::class(t, true)].fitted) {
-                let n = now - then;
-                self.data_fits[Self::class(t, true)].p_writeback = ((n as u128 * P_ONE as u128) / s.refs as u128) as u64;
-            }
-        }
         if self.walk_sums.refs >= MIN_SAMPLES || (!self.walk_fit.fitted && self.walk_sums.refs > 0) {
             self.walk_fit = Fit::from(&self.walk_sums);
         }
-        // Borrow for classes never seen: the tier's other direction, then any class.
+        // A class never seen borrows from the nearest fitted class: the same recency
+        // above all (a line just referenced costs what such lines cost), then the
+        // same tier, then the same direction.
         for i in 0..self.data_fits.len() {
             if !self.data_fits[i].fitted {
-                let donor = [i ^ 1].into_iter().chain(0..self.data_fits.len()).find(|&j| self.data_fits[j].fitted);
+                let distance = |j: usize| ((i ^ j) & 1 != 0, i >> 2 != j >> 2, (i ^ j) & 2 != 0, j);
+                let donor = (0..self.data_fits.len()).filter(|&j| self.data_fits[j].fitted).min_by_key(|&j| distance(j));
                 if let Some(j) = donor {
-                    let mut f = self.data_fits[j];
-                    f.fitted = false;
-                    f.p_writeback = if i & 1 == 1 { f.p_writeback } else { 0 };
-                    self.data_fits[i] = Fit { mean_rem: 0, memory_rem: 0, writeback_rem: 0, ..f };
+                    self.data_fits[i] = Fit { fitted: false, mean_rem: 0, memory_rem: 0, ..self.data_fits[j] };
                 }
             }
         }
     }
 
-    /// A fast-forward data reference of `tier`: its latency beyond an L1 hit, whether
-    /// it reaches memory, and whether (a write) it writes a line back.
+    /// A fast-forward data reference of `tier`: its latency beyond an L1 hit, and
+    /// whether it reaches memory.
     #[inline]
-    pub fn data(&mut self, tier: usize, write: bool) -> (u64, bool, bool) {
-        let c = Self::class(tier, write);
+    pub fn data(&mut self, tier: usize, write: bool, recent: bool) -> (u64, bool) {
+        let c = Self::class(tier, write, recent);
         self.data_skipped[c] += 1;
         let f = &mut self.data_fits[c];
-        let cycles = f.cycles();
-        let memory = f.reaches_memory();
-        let wb = write && f.writes_back();
-        (cycles, memory, wb)
+        (f.cycles(), f.reaches_memory())
     }
 
     /// A fast-forward walk reference: its latency, and whether it reached memory.
@@ -318,24 +340,40 @@ impl CostModel {
 mod tests {
     use super::*;
 
+    /// A 1-slot filter holds the last line only; a line fast-forward wrote is handed
+    /// back for writing when another line evicts it, once, and not when a detailed
+    /// reference wrote it.
+    #[test]
+    fn the_recency_filter_remembers_lines_and_ff_writes() {
+        let mut f = RecencyFilter::new(1);
+        assert_eq!(f.slots.len(), 2);
+        // Lines 0..64 over 2 slots: find two lines that share a slot.
+        let slot = |l: u64| (l.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> f.shift) as usize;
+        let (a, b) = (0u64, (1..64).find(|&l| slot(l) == slot(0)).unwrap());
+        assert_eq!(f.touch(a << 6, false), (false, None));
+        assert_eq!(f.touch(a << 6 | 8, true), (true, None), "same line, now dirtied by fast-forward");
+        assert_eq!(f.touch(b << 6, false), (false, Some(a << 6)), "evicting the dirty line writes it back");
+        assert_eq!(f.touch(a << 6, false), (false, None), "b was clean");
+        assert_eq!(f.touch(b << 6, false), (false, None));
+    }
+
     /// A fit of 4 reads of tier 0 — served by L1 (0 beyond), L2 (10), memory (100)
     /// and memory (110) — gives a mean of 55 cycles and reaching memory every other
     /// reference; fast-forward reproduces exactly that over 4 references.
     #[test]
     fn fast_forward_reproduces_the_fitted_means_and_rates() {
         let mut m = CostModel::new(2, 3);
-        m.begin_fit(0, &[0, 0]);
+        m.begin_fit(0);
         for (level, lat) in [(0, 0), (1, 10), (3, 100), (3, 110)] {
-            m.record_data(0, false, level, lat, lat, 0);
+            m.record_data(0, false, true, level, lat, lat, 0);
         }
-        m.end_fit(1000, &[0, 0]);
+        m.end_fit(1000);
         assert!(m.errors.is_empty(), "no previous fit, no error");
         let (mut cycles, mut memory) = (0, 0);
         for _ in 0..4 {
-            let (c, mem, wb) = m.data(0, false);
+            let (c, mem) = m.data(0, false, true);
             cycles += c;
             memory += mem as u64;
-            assert!(!wb, "reads write nothing back");
         }
         assert_eq!((cycles, memory), (220, 2));
         // Skipped: 4 references; L1 served 1, L2 1, memory 2.
@@ -344,22 +382,22 @@ mod tests {
         assert_eq!(m.estimated_levels()[..4], [0, 0, 0, 0], "counts reset");
     }
 
-    /// 40 writes of tier 1 in a window in which the core's accesses wrote 10 lines
-    /// back to tier 1 (and 3 to tier 0, which had no writes): every fourth
-    /// fast-forward write of tier 1 writes back; a class never seen (reads of tier 1)
-    /// borrows the writes' latency but not their write-backs.
+    /// A class never seen borrows from the nearest fitted class, the same recency
+    /// first: with tier 0's recent reads (L1 hits) and tier 1's writes that missed the
+    /// filter (memory, 200 cycles) fitted, tier 1's recent reads cost what tier 0's do,
+    /// and tier 0's reads that missed the filter what tier 1's writes do.
     #[test]
-    fn write_backs_follow_their_rate_and_unseen_classes_borrow() {
+    fn unseen_classes_borrow_from_their_nearest_neighbour() {
         let mut m = CostModel::new(2, 3);
-        m.begin_fit(0, &[0, 0]);
+        m.begin_fit(0);
         for _ in 0..40 {
-            m.record_data(1, true, 3, 200, 200, 0);
+            m.record_data(1, true, false, 3, 200, 200, 0);
+            m.record_data(0, false, true, 0, 0, 0, 0);
         }
-        m.end_fit(10_000, &[3, 10]);
-        let wbs: u64 = (0..40).map(|_| m.data(1, true).2 as u64).sum();
-        assert_eq!(wbs, 10);
-        let (c, mem, wb) = m.data(1, false);
-        assert_eq!((c, mem, wb), (200, true, false));
+        m.end_fit(10_000);
+        assert_eq!(m.data(1, false, true), (0, false), "same recency, other tier");
+        assert_eq!(m.data(1, true, true), (0, false), "same recency before same tier");
+        assert_eq!(m.data(0, false, false), (200, true), "same recency, other tier");
     }
 
     /// The second window is predicted with the first window's fit: a mean of 50
@@ -367,17 +405,17 @@ mod tests {
     #[test]
     fn the_error_is_the_previous_fit_against_the_window() {
         let mut m = CostModel::new(1, 2);
-        m.begin_fit(0, &[0, 0]);
+        m.begin_fit(0);
         for _ in 0..40 {
-            m.record_data(0, false, 2, 50, 0, 50, 0);
+            m.record_data(0, false, false, 2, 50, 50, 0);
         }
-        m.end_fit(4000, &[0]);
+        m.end_fit(4000);
         m.begin_fit(4000);
         for _ in 0..10 {
-            let p = m.predict_data(0, false);
-            m.record_data(0, false, 2, 60, 0, 60, p);
+            let p = m.predict_data(0, false, false);
+            m.record_data(0, false, false, 2, 60, 60, p);
         }
-        m.end_fit(5000, &[0]);
+        m.end_fit(5000);
         assert_eq!(m.errors.len(), 1);
         assert!((m.errors[0] + 0.1).abs() < 1e-12, "{}", m.errors[0]);
     }
@@ -387,11 +425,11 @@ mod tests {
     #[test]
     fn fractional_means_are_exact_over_many_references() {
         let mut m = CostModel::new(1, 1);
-        m.begin_fit(0, &[0, 0]);
+        m.begin_fit(0);
         for lat in [2, 3, 2, 3] {
             m.record_walk(0, lat);
         }
-        m.end_fit(100, &[0]);
+        m.end_fit(100);
         let total: u64 = (0..1000).map(|_| m.walk().0).sum();
         assert_eq!(total, 2500);
     }

@@ -1,0 +1,133 @@
+//! Sampled mode (`engine.mode = "sampled"`, docs/sampled.md): what a policy observes
+//! stays exact, the summary figures stay within 3 % of detailed mode on small runs,
+//! runs are deterministic, and what cannot be sampled says so.
+
+mod common;
+
+use common::tiersim;
+use serde_json::Value;
+
+/// Windows scaled to runs of a few million references: 10 % detailed.
+const WINDOWS: [&str; 6] =
+    ["--set", "engine.sampled.period_refs=1000000", "--set", "engine.sampled.detailed_refs=100000", "--set", "engine.sampled.warmup_refs=50000"];
+
+fn run(args: &[&str], mode: &str, name: &str) -> Value {
+    let json = common::temp("sampled", &format!("{name}-{mode}.json"));
+    let mut all: Vec<&str> = vec!["run", "--mode", mode, "--json", &json];
+    all.extend_from_slice(args);
+    if mode == "sampled" {
+        all.extend_from_slice(&WINDOWS);
+    }
+    let out = tiersim(&all);
+    assert!(out.status.success(), "{all:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
+}
+
+fn num(v: &Value, path: &str) -> f64 {
+    v.pointer(path).and_then(Value::as_f64).unwrap_or_else(|| panic!("{path} missing"))
+}
+
+/// The relative difference of figure `path` between the two reports.
+fn rel(d: &Value, s: &Value, path: &str) -> f64 {
+    let (a, b) = (num(d, path), num(s, path));
+    if a == b {
+        0.0
+    } else {
+        (b - a).abs() / a.abs().max(1e-12)
+    }
+}
+
+/// The summary figures of sampled mode against detailed mode, on a workload that
+/// fits nowhere near the caches and one that mostly hits them, with a policy that
+/// moves pages and one that does not.
+#[test]
+fn summary_figures_are_within_3_percent_of_detailed_mode() {
+    let cases: [(&str, &[&str]); 4] = [
+        ("kv-ft", &["--workload", "kv", "--footprint", "64MiB", "--refs", "8000000"]),
+        ("hotspot-ft", &["--workload", "hotspot", "--footprint", "64MiB", "--refs", "6000000"]),
+        ("stream-ft", &["--workload", "stream", "--footprint", "64MiB", "--refs", "8000000"]),
+        ("kv-tpp", &["--policy", "tpp", "--workload", "kv", "--footprint", "64MiB", "--refs", "8000000"]),
+    ];
+    let mut bad = Vec::new();
+    for (name, args) in cases {
+        let d = run(args, "detailed", name);
+        let s = run(args, "sampled", name);
+        assert_eq!(s["sampling"]["ran"], "sampled");
+        let share = num(&s, "/sampling/detailed_share");
+        assert!((0.09..0.2).contains(&share), "{name}: detailed share {share}");
+        for path in ["/summary/cycles", "/summary/ipc", "/summary/amat_ns", "/summary/fast_tier_fraction"] {
+            let e = rel(&d, &s, path);
+            if e > 0.03 {
+                bad.push(format!("{name} {path}: detailed {} sampled {} ({:.1} %)", num(&d, path), num(&s, path), e * 100.0));
+            }
+        }
+        // Migrations depend on when the policy's scans run, which follows the clock:
+        // within 3 % or a handful of pages.
+        let (dm, sm) = (num(&d, "/summary/page_moves"), num(&s, "/summary/page_moves"));
+        if (dm - sm).abs() > (0.03 * dm).max(8.0) {
+            bad.push(format!("{name} page moves: detailed {dm} sampled {sm}"));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// With no policy acting on time, what the TLBs and page tables see does not depend
+/// on the clock: fast-forward keeps TLB hits and misses, walks and faults exact.
+#[test]
+fn fast_forward_keeps_tlb_walk_and_fault_counts_exact() {
+    let args = ["--workload", "zipf", "--footprint", "64MiB", "--refs", "3000000"];
+    let d = run(&args, "detailed", "exact");
+    let s = run(&args, "sampled", "exact");
+    for key in ["references", "reads", "writes", "instructions", "tlb_l1_hits", "tlb_l2_hits", "tlb_misses", "walk_references", "first_touch_faults"] {
+        assert_eq!(d["cores"][0][key], s["cores"][0][key], "{key}");
+    }
+    assert_ne!(d["cores"][0]["memory_stall_cycles"], s["cores"][0]["memory_stall_cycles"], "fast-forward times the caches from the model");
+    assert!(d.get("sampling").is_none(), "a detailed run has no sampling section");
+}
+
+/// Same seed, same sampled run: bit-identical reports (apart from wall times).
+#[test]
+fn sampled_runs_are_deterministic() {
+    let args = ["--policy", "kstaled", "--workload", "hotspot", "--footprint", "32MiB", "--refs", "3000000", "--set", "policy.kstaled.scans_per_run=6"];
+    let mut a = run(&args, "sampled", "det-a");
+    let mut b = run(&args, "sampled", "det-b");
+    a.as_object_mut().unwrap().remove("sim");
+    b.as_object_mut().unwrap().remove("sim");
+    assert_eq!(a, b);
+}
+
+/// Verification of every read still holds while pages move during fast-forward.
+#[test]
+fn verify_holds_in_fast_forward_while_pages_move() {
+    let args = ["--policy", "tpp", "--workload", "kv", "--footprint", "32MiB", "--refs", "3000000", "--verify"];
+    let s = run(&args, "sampled", "verify");
+    assert!(num(&s, "/summary/page_moves") > 0.0, "tpp moved pages");
+    assert_eq!(num(&s, "/sim/verified_reads"), num(&s, "/cores/0/reads"), "reads of fast-forward windows are verified too");
+}
+
+/// A policy with a redirection structure on the memory path runs detailed, and the
+/// report says so.
+#[test]
+fn redirection_structures_run_detailed_and_say_so() {
+    let args = ["--policy", "rainbow", "--preset", "rainbow", "--workload", "zipf", "--footprint", "32MiB", "--refs", "500000"];
+    let s = run(&args, "sampled", "rainbow");
+    assert_eq!(s["sampling"]["ran"], "detailed");
+    assert_eq!(num(&s, "/sampling/fast_forward_references"), 0.0);
+    let notes = s["notes"].as_array().unwrap();
+    assert!(notes.iter().any(|n| n.as_str().unwrap().contains("detailed throughout")), "{notes:?}");
+}
+
+/// Impossible windows and unknown modes are refused with the field named.
+#[test]
+fn bad_sampling_settings_name_their_field() {
+    let out = tiersim(&["run", "--mode", "sampled", "--set", "engine.sampled.warmup_refs=2000000", "--refs", "1000"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("engine.sampled.warmup_refs") && err.lines().count() == 1, "{err}");
+    let out = tiersim(&["run", "--mode", "fast", "--refs", "1000"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--mode"));
+    let out = tiersim(&["run", "--set", "engine.mode=\"quick\"", "--refs", "1000"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("engine.mode"), "{}", String::from_utf8_lossy(&out.stderr));
+}
