@@ -20,7 +20,7 @@ fn run_cfg(cfg: &Config, verify: bool) -> Report {
 fn without_wall_time(r: &Report) -> serde_json::Value {
     let mut v = serde_json::to_value(r).unwrap();
     let sim = v["sim"].as_object_mut().unwrap();
-    for timing in ["wall_seconds", "setup_seconds", "command_seconds", "references_per_second"] {
+    for timing in ["wall_seconds", "setup_seconds", "command_seconds", "references_per_second", "simulated_seconds_per_second"] {
         sim.remove(timing);
     }
     v

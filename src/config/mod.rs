@@ -587,6 +587,11 @@ impl Config {
         if self.workloads.is_empty() {
             t.remove("workloads");
         }
+        // The paging-structure caches are left out of a run's report while off; the
+        // printed configuration names their keys all the same.
+        if let Some(Value::Table(tlb)) = t.get_mut("machine").and_then(|m| m.get_mut("tlb")) {
+            tlb.entry("psc").or_insert(Value::try_from(&self.machine.tlb.psc)?);
+        }
         Ok(toml::to_string(&t)?)
     }
 }

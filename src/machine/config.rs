@@ -137,7 +137,7 @@ impl MachineConfig {
         if self.mlp < 1.0 {
             bail!("machine.mlp: must be at least 1, got {}", self.mlp);
         }
-        self.tlb.validate()?;
+        self.tlb.validate(self.page_table.levels)?;
         if self.caches.is_empty() {
             bail!("machine.caches: at least one cache level is required");
         }

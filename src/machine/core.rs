@@ -1,5 +1,6 @@
 //! One core: its clock, its TLBs and its counters.
 
+use super::psc::PscStats;
 use super::tlb::{Tlb, TlbConfig};
 use serde::Serialize;
 
@@ -33,6 +34,10 @@ pub struct CoreStats {
     pub vm_exit_cycles: u64,
     /// Cycles this core waited for pages that were being moved (module `hypervisor`).
     pub migration_wait_cycles: u64,
+    /// Lookups and hits of the paging-structure caches (filled in the report; absent
+    /// when they are off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub psc: Option<PscStats>,
 }
 
 /// One core: its clock, TLBs and counters.
@@ -47,8 +52,8 @@ pub struct Core {
 }
 
 impl Core {
-    pub(crate) fn new(tlb: &TlbConfig, huge_shift: u32) -> Core {
-        Core { clock: 0, tlb: Tlb::new(tlb, huge_shift), stats: CoreStats::default(), cpi_rem: 0, stall_rem: 0 }
+    pub(crate) fn new(tlb: &TlbConfig, levels: u32, huge_shift: u32) -> Core {
+        Core { clock: 0, tlb: Tlb::new(tlb, levels, huge_shift), stats: CoreStats::default(), cpi_rem: 0, stall_rem: 0 }
     }
 
     /// Stalls the core for `cycles` of mechanism work (its own handler, or an

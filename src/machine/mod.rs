@@ -30,6 +30,7 @@ pub mod memory_mode;
 pub mod ops;
 pub mod page_table;
 pub mod placement;
+pub mod psc;
 pub mod redirect;
 pub mod remap;
 pub mod rmap;
@@ -287,6 +288,8 @@ struct Timing {
     inv_mlp_fp: u64,
     l1_latency: u64,
     l2_tlb_cycles: u64,
+    /// Cycles of a paging-structure-cache lookup (charged only with the caches on).
+    psc_cycles: u64,
     poison_fault_cycles: u64,
     page_fault_cycles: u64,
 }
@@ -387,7 +390,7 @@ impl<R: Redirect> Machine<R> {
         let tiers = Tiers::new(tiers, space.bounds().to_vec());
         let frame_limit = space.reverse_map().frames();
         Ok(Machine {
-            cores: (0..cfg.cores).map(|_| Core::new(&cfg.tlb, huge_shift)).collect(),
+            cores: (0..cfg.cores).map(|_| Core::new(&cfg.tlb, cfg.page_table.levels, huge_shift)).collect(),
             mem: Memory::new(&cfg.caches, cfg.cores, tiers),
             space,
             redirect,
@@ -412,6 +415,7 @@ impl<R: Redirect> Machine<R> {
                 inv_mlp_fp: (FP as f64 / cfg.mlp).round() as u64,
                 l1_latency: cfg.caches[0].latency_cycles,
                 l2_tlb_cycles: cfg.tlb.l2_latency_cycles,
+                psc_cycles: cfg.tlb.psc.latency_cycles,
                 poison_fault_cycles: cfg.cycles(cfg.costs.poison_fault_ns),
                 page_fault_cycles: cfg.cycles(cfg.costs.page_fault_ns),
             },
@@ -757,13 +761,14 @@ impl<R: Redirect> Machine<R> {
         (level, lat)
     }
 
-    /// Walk references of `path` through the caches, each issued when the previous
-    /// one has completed, from `after` cycles into the reference; returns their latency.
+    /// Walk references `refs` (physical addresses of page-table entries) through the
+    /// caches, each issued when the previous one has completed, from `after` cycles
+    /// into the reference; returns their latency.
     #[inline]
-    fn walk_refs<const M: u8, O: Observer>(&mut self, core: usize, path: &WalkPath, after: u64, obs: &mut O) -> u64 {
+    fn walk_refs<const M: u8, O: Observer>(&mut self, core: usize, refs: &[u64], after: u64, obs: &mut O) -> u64 {
         let start = self.cores[core].clock + after;
         let mut cycles = 0;
-        for &pa in path.as_slice() {
+        for &pa in refs {
             let (level, lat) = self.walk_cached::<M, O>(core, pa, false, start + cycles, obs);
             cycles += lat;
             let s = &mut self.cores[core].stats;
@@ -773,9 +778,35 @@ impl<R: Redirect> Machine<R> {
         cycles
     }
 
+    /// Looks up the paging-structure caches of `core` for a walk of `addr` that reads
+    /// `len` entries, top level first (`guest`: of a VM's guest table). Returns how many
+    /// leading entries the walk skips (a hit at level k leaves levels k − 1 down to the
+    /// leaf, which is always read) and the lookup's cycles; (0, 0) with the caches off.
+    #[inline]
+    fn psc_lookup(&mut self, core: usize, tenant: u16, guest: bool, addr: u64, len: usize) -> (usize, u64) {
+        let levels = self.cfg.page_table.levels;
+        let Some(psc) = self.cores[core].tlb.psc_mut() else { return (0, 0) };
+        let skip = psc.lookup(tenant, guest, addr).map_or(0, |k| ((levels - k + 1) as usize).min(len - 1));
+        (skip, self.timing.psc_cycles)
+    }
+
+    /// Fills the paging-structure caches of `core` with the non-leaf entries a walk of
+    /// `addr` read: entries `from..` of `path` but the leaf, each pointing to the table
+    /// that holds the path's next entry. For a guest table (`guest`), `path` holds the
+    /// host-physical addresses of the guest's entries, as combined entries cache them.
+    #[inline]
+    fn psc_fill(&mut self, core: usize, tenant: u16, guest: bool, addr: u64, from: usize, path: &WalkPath) {
+        let levels = self.cfg.page_table.levels;
+        let Some(psc) = self.cores[core].tlb.psc_mut() else { return };
+        for i in from..path.len - 1 {
+            psc.fill(tenant, guest, addr, levels - i as u32, path.addrs[i + 1] >> 12);
+        }
+    }
+
     /// Translates `addr` in tenant's managed table with a timed walk starting `after`
-    /// cycles into the reference, mapping the page on first touch. Returns (leaf
-    /// entry, whether it is huge, walk cycles).
+    /// cycles into the reference, mapping the page on first touch; the references the
+    /// paging-structure caches skip are not issued. Returns (leaf entry, whether it is
+    /// huge, walk cycles, leaf slot).
     #[inline]
     fn managed_walk<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, addr: u64, write: bool, after: u64, obs: &mut O) -> Option<(u64, bool, u64, usize)> {
         let mut path = WalkPath::default();
@@ -788,7 +819,9 @@ impl<R: Redirect> Machine<R> {
                 self.space.tenants()[tenant as usize].table.walk(addr, Some(&mut path)).expect("page mapped by first touch")
             }
         };
-        let cycles = self.walk_refs::<M, O>(core, &path, after + extra, obs) + extra;
+        let (skip, lookup) = self.psc_lookup(core, tenant, false, addr, path.len);
+        self.psc_fill(core, tenant, false, addr, skip, &path);
+        let cycles = self.walk_refs::<M, O>(core, &path.as_slice()[skip..], after + extra + lookup, obs) + extra + lookup;
         let e = self.space.entry_mut(tenant, leaf.slot);
         let newly_dirty = write && *e & DIRTY == 0;
         *e |= ACCESSED | if write { DIRTY } else { 0 };
@@ -802,7 +835,8 @@ impl<R: Redirect> Machine<R> {
 
     /// A two-dimensional walk: every guest page-table reference is a guest-physical
     /// address that needs its own walk of the extended page table (up to 24 references
-    /// for 4 KiB/4 KiB with 4 levels, 15 for huge/huge). Returns the host leaf entry of
+    /// for 4 KiB/4 KiB with 4 levels, 15 for huge/huge), fewer when the paging-structure
+    /// caches hold upper entries of either dimension. Returns the host leaf entry of
     /// the data page adjusted to the TLB entry's size, whether that size is huge, the
     /// cycles, the guest-physical address, and whether the host (EPT) page is huge.
     fn nested_walk<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, gva: u64, write: bool, obs: &mut O) -> Option<(u64, bool, u64, u64, bool)> {
@@ -818,22 +852,34 @@ impl<R: Redirect> Machine<R> {
                 guest.walk(gva, Some(&mut gpath)).expect("just mapped")
             }
         };
-        let mut cycles = 0;
+        let (first, mut cycles) = self.psc_lookup(core, tenant, true, gva, gpath.len);
         // With EPT A/D logging on (PML), accesses to guest page-table entries count as
         // writes for the EPT's A/D bits (module `vmx`).
         let gpt_write = self.vmx.pml_on(tenant);
+        // The host-physical addresses of the guest entries read.
+        let mut hpath = WalkPath { len: gpath.len, ..WalkPath::default() };
         // Each guest page-table entry: translate its guest-physical address, then read it.
-        for i in 0..gpath.len {
+        for i in first..gpath.len {
             let gpa = gpath.addrs[i];
-            let (e, huge, c, _) = self.managed_walk::<M, O>(core, tenant, gpa, gpt_write, cycles, obs)?;
-            cycles += c;
-            let mask = if huge { huge_mask } else { 0xfff };
-            let hpa = (e >> 12) << 12 | (gpa & mask);
+            // After a hit, the combined paging-structure-cache entry holds the host
+            // address of the table of the first entry read: no EPT walk for that one.
+            let cached = if i == first && first > 0 { self.host_addr(tenant, gpa) } else { None };
+            let hpa = match cached {
+                Some(hpa) => hpa,
+                None => {
+                    let (e, huge, c, _) = self.managed_walk::<M, O>(core, tenant, gpa, gpt_write, cycles, obs)?;
+                    cycles += c;
+                    let mask = if huge { huge_mask } else { 0xfff };
+                    (e >> 12) << 12 | (gpa & mask)
+                }
+            };
+            hpath.addrs[i] = hpa;
             let at = self.cores[core].clock + cycles;
             let (_, lat) = self.walk_cached::<M, O>(core, hpa, false, at, obs);
             cycles += lat;
             self.cores[core].stats.walk_references += 1;
         }
+        self.psc_fill(core, tenant, true, gva, first, &hpath);
         let guest = &mut self.space.tenant_mut(tenant).guest.as_mut().expect("VM tenant").table;
         let ge = guest.entry_mut(gleaf.slot);
         *ge |= ACCESSED | if write { DIRTY } else { 0 };
@@ -917,5 +963,7 @@ impl<R: Redirect> Machine<R> {
     }
 }
 
+#[cfg(test)]
+mod psc_tests;
 #[cfg(test)]
 mod tests;

@@ -234,6 +234,26 @@ impl PageTable {
         }
     }
 
+    /// The frame of the table the level-`level` entry covering `va` points to, if that
+    /// entry and the ones above it are present and it is not a leaf (what a
+    /// paging-structure cache holds for it).
+    pub fn next_table(&self, va: u64, level: u32) -> Option<u64> {
+        let mut base = 0usize;
+        let mut l = self.levels;
+        loop {
+            let e = self.entries[base + self.index(va, l)];
+            if e & PRESENT == 0 || e & HUGE != 0 || l == 1 {
+                return None;
+            }
+            let child = (e >> 12) as usize;
+            if l == level {
+                return Some(self.chunk_frame[child]);
+            }
+            base = child * CHUNK;
+            l -= 1;
+        }
+    }
+
     /// The first slot of the level-2 node on the path to `va`, if the levels above
     /// it are present.
     fn level2_node(&self, va: u64) -> Option<usize> {

@@ -3,8 +3,11 @@
 //!
 //! Entries are keyed by tenant and virtual page number at the entry's page size and
 //! hold the physical frame number of the page's first 4 KiB frame plus a dirty flag
-//! (a store through a clean entry must set the PTE's dirty bit, as x86 does).
+//! (a store through a clean entry must set the PTE's dirty bit, as x86 does). Beside
+//! them sit the paging-structure caches of the walker ([`super::psc`]), which the same
+//! invalidations reach.
 
+use super::psc::{PagingStructureCaches, PscConfig};
 use super::setassoc::SetAssoc;
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +38,10 @@ pub struct TlbConfig {
     pub l2_huge_ways: usize,
     /// Extra cycles of a translation that misses L1 and hits L2.
     pub l2_latency_cycles: u64,
+    /// The paging-structure caches (`[machine.tlb.psc]`; off by default). Left out of
+    /// a report's `config` while off.
+    #[serde(skip_serializing_if = "PscConfig::is_off")]
+    pub psc: PscConfig,
 }
 
 impl Default for TlbConfig {
@@ -51,12 +58,15 @@ impl Default for TlbConfig {
             l2_huge_entries: 512,
             l2_huge_ways: 8,
             l2_latency_cycles: 8,
+            psc: PscConfig::default(),
         }
     }
 }
 
 impl TlbConfig {
-    pub fn validate(&self) -> anyhow::Result<()> {
+    /// Checks the geometry, the paging-structure caches' against a table of `levels`
+    /// levels.
+    pub fn validate(&self, levels: u32) -> anyhow::Result<()> {
         let mut arrays = vec![
             ("l1_small", self.l1_small_entries, self.l1_small_ways),
             ("l1_huge", self.l1_huge_entries, self.l1_huge_ways),
@@ -72,7 +82,7 @@ impl TlbConfig {
                 );
             }
         }
-        Ok(())
+        self.psc.validate(levels)
     }
 }
 
@@ -128,11 +138,14 @@ pub struct Tlb {
     l2_small: SetAssoc,
     /// `None` when the L2 TLB is unified (then `l2_small` holds both sizes).
     l2_huge: Option<SetAssoc>,
+    /// The walker's paging-structure caches (`None` when configured off).
+    psc: Option<PagingStructureCaches>,
 }
 
 impl Tlb {
-    /// Builds empty TLBs; `huge_shift` is log2 of the huge-page size.
-    pub fn new(cfg: &TlbConfig, huge_shift: u32) -> Tlb {
+    /// Builds empty TLBs (and paging-structure caches) for page tables of `levels`
+    /// levels; `huge_shift` is log2 of the huge-page size.
+    pub fn new(cfg: &TlbConfig, levels: u32, huge_shift: u32) -> Tlb {
         let arr = |entries: usize, ways: usize| SetAssoc::new(entries / ways, ways);
         Tlb {
             huge_shift,
@@ -140,7 +153,20 @@ impl Tlb {
             l1_huge: arr(cfg.l1_huge_entries, cfg.l1_huge_ways),
             l2_small: arr(cfg.l2_small_entries, cfg.l2_small_ways),
             l2_huge: cfg.l2_split.then(|| arr(cfg.l2_huge_entries, cfg.l2_huge_ways)),
+            psc: PagingStructureCaches::new(&cfg.psc, levels, huge_shift),
         }
+    }
+
+    /// The paging-structure caches, if configured.
+    #[inline]
+    pub fn psc(&self) -> Option<&PagingStructureCaches> {
+        self.psc.as_ref()
+    }
+
+    /// The paging-structure caches, for the walker to look up and fill.
+    #[inline]
+    pub fn psc_mut(&mut self) -> Option<&mut PagingStructureCaches> {
+        self.psc.as_mut()
     }
 
     #[inline]
@@ -221,9 +247,13 @@ impl Tlb {
         }
     }
 
-    /// Invalidates the translation of the page holding `vaddr` (of the given size);
-    /// returns whether any array held it.
+    /// Invalidates the translation of the page holding `vaddr` (of the given size), as
+    /// INVLPG does, and with it every paging-structure-cache entry of `tenant` (SDM
+    /// §4.10.4.1, see [`super::psc`]); returns whether a TLB array held the translation.
     pub fn invalidate(&mut self, tenant: u16, vaddr: u64, huge: bool) -> bool {
+        if let Some(p) = &mut self.psc {
+            p.flush_tenant(tenant);
+        }
         let vpn = if huge { vaddr >> self.huge_shift } else { vaddr >> 12 };
         let k = key(tenant, vpn, huge);
         let l1 = if huge { &mut self.l1_huge } else { &mut self.l1_small };
@@ -232,8 +262,12 @@ impl Tlb {
         a | b
     }
 
-    /// Drops every translation of `tenant`; returns whether there was any.
+    /// Drops every translation and paging-structure-cache entry of `tenant`; returns
+    /// whether there was any translation.
     pub fn flush_tenant(&mut self, tenant: u16) -> bool {
+        if let Some(p) = &mut self.psc {
+            p.flush_tenant(tenant);
+        }
         let mut any = false;
         let mut others = |k: u64, _| {
             let mine = (k >> 46) & 0xffff == tenant as u64;
@@ -287,7 +321,7 @@ mod tests {
 
     #[test]
     fn l1_conflict_falls_back_to_l2() {
-        let mut t = Tlb::new(&tiny(), 21);
+        let mut t = Tlb::new(&tiny(), 4, 21);
         let e = |pfn| TlbEntry { base_pfn: pfn, huge: false, dirty: false, slot: NO_SLOT };
         // Pages 0 and 2 map to L1 set 0 (vpn & 1 == 0): the second evicts the first from L1,
         // but L2 (2 ways, one set) keeps both.
@@ -307,7 +341,7 @@ mod tests {
 
     #[test]
     fn sizes_and_tenants_are_separate() {
-        let mut t = Tlb::new(&TlbConfig::default(), 21);
+        let mut t = Tlb::new(&TlbConfig::default(), 4, 21);
         t.fill(1, 0x20_0000, TlbEntry { base_pfn: 512, huge: true, dirty: false, slot: 7 });
         assert_eq!(t.lookup(2, 0x20_0000), None, "another tenant's translation");
         let (hit, e) = t.lookup(1, 0x3f_ffff).unwrap();
@@ -321,7 +355,7 @@ mod tests {
     #[test]
     fn unified_l2_holds_both_sizes() {
         let cfg = TlbConfig { l2_split: false, ..tiny() };
-        let mut t = Tlb::new(&cfg, 21);
+        let mut t = Tlb::new(&cfg, 4, 21);
         t.fill(0, 0, TlbEntry { base_pfn: 1, huge: false, dirty: false, slot: NO_SLOT });
         t.fill(0, 0x40_0000, TlbEntry { base_pfn: 1024, huge: true, dirty: false, slot: NO_SLOT });
         // Evict both from L1 with conflicting fills of each size.

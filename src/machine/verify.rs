@@ -93,7 +93,9 @@ impl<R: Redirect> Machine<R> {
     /// Checks every structural invariant; returns a description of the first broken one.
     /// Every mapped page has frames owned by it, no frame is mapped twice or both
     /// mapped and free, tiers are within capacity, the redirection structure is
-    /// consistent, and no TLB holds a translation that differs from the page tables.
+    /// consistent, no TLB holds a translation that differs from the page tables, and
+    /// every paging-structure-cache entry names the table its page-table entry points
+    /// to (for a VM's guest table, that table's host frame).
     pub fn check_invariants(&self) -> Result<(), String> {
         let space = &self.space;
         let alloc = space.allocator();
@@ -164,6 +166,24 @@ impl<R: Redirect> Machine<R> {
                             e.huge
                         ))
                     }
+                }
+            }
+            for e in c.tlb.psc().map(|p| p.entries()).unwrap_or_default() {
+                let t = &space.tenants()[e.tenant as usize];
+                let now = match (&t.guest, e.guest) {
+                    (_, false) => t.table.next_table(e.vaddr, e.level),
+                    (Some(g), true) => g.table.next_table(e.vaddr, e.level).and_then(|gpfn| self.host_addr(e.tenant, gpfn << 12)).map(|hpa| hpa >> 12),
+                    (None, true) => None,
+                };
+                if now != Some(e.next_frame) {
+                    return Err(format!(
+                        "core {ci}: stale paging-structure-cache entry of tenant {} ({}) at level {} for {:#x}: it says table frame {:#x}, the page tables say {now:?}",
+                        e.tenant,
+                        if e.guest { "guest table" } else { "managed table" },
+                        e.level,
+                        e.vaddr,
+                        e.next_frame
+                    ));
                 }
             }
         }

@@ -25,11 +25,15 @@ fn machine(thp: bool, verify: bool, kinds: &[TenantKind]) -> Machine {
 }
 
 fn machine_with(thp: bool, verify: bool, kinds: &[TenantKind], fast: u64) -> Machine {
+    build(&config(thp, fast), kinds, verify)
+}
+
+fn config(thp: bool, fast: u64) -> MachineConfig {
     let mut cfg = MachineConfig { cores: 2, ..MachineConfig::default() };
     cfg.page_table.thp = thp;
     cfg.tiers.fast.capacity = Capacity::Bytes(fast);
     cfg.tiers.slow.capacity = Capacity::Bytes(8 * MIB);
-    build(&cfg, kinds, verify)
+    cfg
 }
 
 /// The mechanisms of `core`, with a runtime of one kernel thread.
@@ -272,11 +276,16 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     /// Any sequence of accesses and mechanism calls keeps every page mapped exactly
-    /// once, every tier within capacity, every TLB entry current, and every read served
-    /// the newest data. Refusals (no free frame, wrong size, …) are fine.
+    /// once, every tier within capacity, every TLB and paging-structure-cache entry
+    /// current, and every read served the newest data. Refusals (no free frame, wrong
+    /// size, …) are fine.
     #[test]
-    fn random_operations_keep_the_invariants(thp in any::<bool>(), ops in proptest::collection::vec(step(), 1..60)) {
-        let (mut m, mut rt) = (machine(thp, true, &[TenantKind::Process]), rt());
+    fn random_operations_keep_the_invariants(thp in any::<bool>(), psc in any::<bool>(), ops in proptest::collection::vec(step(), 1..60)) {
+        let mut cfg = config(thp, 4 * MIB);
+        if psc {
+            cfg.tlb.psc = crate::machine::psc::PscConfig { pde_entries: 32, pdpte_entries: 4, pml4e_entries: 2, ..Default::default() };
+        }
+        let (mut m, mut rt) = (build(&cfg, &[TenantKind::Process], true), rt());
         for o in &ops {
             let page = |p: u8| pg(page_addr(p));
             match *o {

@@ -515,7 +515,7 @@ impl Report {
             energy_j: tiers.iter().map(|t| t.dynamic_energy_j + t.static_energy_j).sum(),
             slow_tier_writes: tiers.get(1).map_or(0, |t| t.writes + t.mechanism_writes),
         };
-        let core_reports = cores.iter().map(|c| CoreReport { ipc: ratio(c.stats.instructions, c.clock), stats: CoreStats { cycles: c.clock, ..c.stats.clone() } }).collect();
+        let core_reports = cores.iter().map(|c| CoreReport { ipc: ratio(c.stats.instructions, c.clock), stats: CoreStats { cycles: c.clock, psc: c.tlb.psc().map(|p| p.stats.clone()), ..c.stats.clone() } }).collect();
         let wall_s = wall.as_secs_f64();
         // The configuration as run: the machine as built (the policy's page size).
         let mut as_run = cfg.clone();

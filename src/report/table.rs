@@ -83,6 +83,27 @@ pub fn run_summary(r: &Report) -> String {
     let _ = writeln!(w, "AMAT              {:.2} ns (demand memory accesses)", s.amat_ns);
     let _ = writeln!(w, "fast-tier share   {:.2} % of demand memory accesses", s.fast_tier_fraction * 100.0);
     let _ = writeln!(w, "TLB MPKI          {:.3}", s.tlb_mpki);
+    if r.cores.iter().any(|c| c.stats.psc.is_some()) {
+        let mut p = crate::machine::psc::PscStats::default();
+        for c in r.cores.iter().filter_map(|c| c.stats.psc.as_ref()) {
+            p.lookups += c.lookups;
+            p.pde_hits += c.pde_hits;
+            p.pdpte_hits += c.pdpte_hits;
+            p.pml4e_hits += c.pml4e_hits;
+            p.pml5e_hits += c.pml5e_hits;
+        }
+        let refs: u64 = r.cores.iter().map(|c| c.stats.walk_references).sum();
+        let pml5e = if p.pml5e_hits > 0 { format!(", PML5E {}", p.pml5e_hits) } else { String::new() };
+        let _ = writeln!(
+            w,
+            "walk caches       {} lookups, {:.1} % hit: PDE {}, PDPTE {}, PML4E {}{pml5e}; {refs} walk references",
+            p.lookups,
+            p.hits() as f64 / p.lookups.max(1) as f64 * 100.0,
+            p.pde_hits,
+            p.pdpte_hits,
+            p.pml4e_hits
+        );
+    }
     let _ = writeln!(w, "LLC MPKI          {:.3}", s.llc_mpki);
     let _ = writeln!(
         w,
