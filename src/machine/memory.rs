@@ -104,7 +104,14 @@ impl Tiers {
         &self.demand[t.index()]
     }
 
-
+    /// Counts a demand access of tier `t` that took `measured` cycles as having taken
+    /// `reported` in the tier's AMAT (sampled mode's fast-forward, module
+    /// `machine::sampled`).
+    #[inline]
+    pub(crate) fn reprice_demand(&mut self, t: TierId, measured: u64, reported: u64) {
+        let d = &mut self.demand[t.index()];
+        d.latency_cycles = d.latency_cycles - measured + reported;
+    }
 }
 
 /// Most line reads a copy can keep in flight.

@@ -639,10 +639,11 @@ impl<R: Redirect> Machine<R> {
         let (level, mut latency) = if M == FAST {
             let (beyond, memory) = self.models[core].data(tier, write, recent);
             let depth = self.mem.caches.depth();
-            if memory {
-                self.redirect.memory(&mut self.mem.tiers, core, paddr, false, MemKind::Demand, at, false, obs);
+            if let Some(fitted) = memory {
+                let measured = self.redirect.memory(&mut self.mem.tiers, core, paddr, false, MemKind::Demand, at, false, obs);
+                self.mem.tiers.reprice_demand(TierId(tier as u8), measured, fitted);
             }
-            (if memory { depth } else { 0 }, beyond + self.timing.l1_latency)
+            (if memory.is_some() { depth } else { 0 }, beyond + self.timing.l1_latency)
         } else {
             self.mem.cached(&mut self.redirect, core, paddr, write, MemKind::Demand, at, false, obs)
         };
@@ -665,7 +666,9 @@ impl<R: Redirect> Machine<R> {
             let model = &mut self.models[core];
             let p = model.predict_data(tier, write, recent);
             let predicted = if a.is_dependent() { p } else { p * self.timing.inv_mlp_fp / FP };
-            model.record_data(tier, write, recent, level, beyond_l1, stall, predicted);
+            // Memory's part of a miss's latency: what followed the LLC's lookup.
+            let memory = if level == self.mem.caches.depth() { latency.saturating_sub(self.mem.caches.llc_latency()) } else { 0 };
+            model.record_data(tier, write, recent, level, beyond_l1, memory, stall, predicted);
         }
         if self.shadow.is_some() {
             let served = self.redirect.served(pfn);
