@@ -3,6 +3,9 @@
 //! every baseline and workload (and for the policies that keep fast-tier copies of
 //! slow pages, with copies made, dirtied, dropped and made again).
 
+mod common;
+
+use common::without_wall_time;
 use tiersim::config::{Config, Sources};
 use tiersim::engine::{run, RunOptions};
 use tiersim::policy::registry::POLICIES;
@@ -17,14 +20,6 @@ fn run_cfg(cfg: &Config, verify: bool) -> Report {
     run(cfg, &RunOptions { verify, ..Default::default() }).unwrap()
 }
 
-fn without_wall_time(r: &Report) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).unwrap();
-    let sim = v["sim"].as_object_mut().unwrap();
-    for timing in ["wall_seconds", "setup_seconds", "command_seconds", "references_per_second", "simulated_seconds_per_second"] {
-        sim.remove(timing);
-    }
-    v
-}
 
 #[test]
 fn same_seed_same_report() {

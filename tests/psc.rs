@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::run_verified;
+use common::{run_verified, without_wall_time};
 use tiersim::config::{Config, Sources};
 use tiersim::engine::{run, RunOptions};
 use tiersim::report::Report;
@@ -20,14 +20,6 @@ fn run_with(sets: Vec<String>) -> Report {
     run(&Config::load(&Sources { sets, ..Default::default() }).unwrap(), &RunOptions::default()).unwrap()
 }
 
-fn without_wall_time(r: &Report) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).unwrap();
-    let sim = v["sim"].as_object_mut().unwrap();
-    for k in ["wall_seconds", "setup_seconds", "command_seconds", "references_per_second", "simulated_seconds_per_second"] {
-        sim.remove(k);
-    }
-    v
-}
 
 #[test]
 fn the_caches_leave_no_trace_in_a_report_while_off_and_shorten_walks_while_on() {

@@ -69,6 +69,16 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
         ("--workload graph-bfs --footprint 1GiB", &[], |r| {
             assert!(r.stdout.contains("graph-bfs over"), "{}", r.stdout);
         }),
+        (
+            "--workload kv --footprint 1GiB --refs 2000000000 --mode sampled",
+            &["--set", "engine.sampled.period_refs=100000", "--set", "engine.sampled.detailed_refs=20000", "--set", "engine.sampled.warmup_refs=10000"],
+            |r| {
+                let s = &r.report()["sampling"];
+                assert_eq!(s["ran"], "sampled");
+                assert_eq!(s["fast_forward_references"].as_u64(), Some(240_000), "80 % of 300 000 references");
+                assert!(r.stdout.contains("mode              sampled: 20.0 % of references detailed"), "{}", r.stdout);
+            },
+        ),
         ("--tenants vm:kv:25%,vm:graph-bfs:25%,vm:pagerank:25%,vm:stream:25%", &[], |r| {
             assert_eq!(r.stdout.matches("(Vm):").count(), 4, "{}", r.stdout);
             assert_eq!(r.stdout.matches("fast-tier share 25.0 %").count(), 4, "{}", r.stdout);

@@ -397,7 +397,7 @@ mod tests {
             let (c, mem) = m.data(0, false, true);
             cycles += c;
             memory += mem.map_or(0, |l| {
-                assert!(l == 75 || l == 75, "memory's mean latency, (70 + 80) / 2");
+                assert_eq!(l, 75, "memory's mean latency, (70 + 80) / 2");
                 1
             });
         }

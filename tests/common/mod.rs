@@ -8,6 +8,17 @@ use tiersim::engine::{run, RunOptions};
 use tiersim::report::Report;
 use tiersim::trace::{open, Access, OpenOptions};
 
+/// A report as JSON without the wall-time figures of its `sim` section, for
+/// comparing runs that must be identical.
+pub fn without_wall_time(r: &Report) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap();
+    let sim = v["sim"].as_object_mut().unwrap();
+    for timing in ["wall_seconds", "setup_seconds", "command_seconds", "references_per_second", "simulated_seconds_per_second"] {
+        sim.remove(timing);
+    }
+    v
+}
+
 /// Runs `policy` on `tenants` (none: the workload the settings give) with the
 /// `--set` settings `sets`, the machine's invariants checked at every epoch (of
 /// 300 000 cycles) and the shadow memory verifying every read; panics with the run's
