@@ -65,41 +65,49 @@ const MIN_SAMPLES: u64 = 32;
 
 /// Whether a data line was referenced lately, and which lines fast-forward wrote: one
 /// line per slot of a direct-mapped array with as many slots as the last-level cache
-/// has lines, indexed by a hash of the line number (so that arrays a multiple of the
-/// array's size apart do not evict each other on every reference). See the module
-/// docs.
+/// has lines. The slot is the line's low bits XOR-ed with the bits above them, so that
+/// arrays a multiple of the array's size apart do not evict each other on every
+/// reference, and the tag (the bits above) gives the line back. Four bytes a slot keep
+/// the array small for the host's caches (512 KiB for an 8 MiB LLC): it is loaded on
+/// every reference. See the module docs.
 #[derive(Clone, Debug, Default)]
 pub struct RecencyFilter {
-    /// Line number + 1 (0 = empty), with [`FF_DIRTY`] set when a fast-forward write
-    /// dirtied it.
-    slots: Vec<u64>,
-    shift: u32,
+    /// The line's bits above the slot bits + 1 (0 = empty), with [`FF_DIRTY`] set when
+    /// a fast-forward write dirtied it.
+    slots: Vec<u32>,
+    bits: u32,
 }
 
 /// Slot flag: written by a fast-forward reference, so that no cache holds the write
 /// and the filter must write it back when it evicts it.
-const FF_DIRTY: u64 = 1 << 63;
+const FF_DIRTY: u32 = 1 << 31;
 
 impl RecencyFilter {
     /// A filter of at least `lines` slots (a power of two).
     pub fn new(lines: u64) -> RecencyFilter {
         let bits = lines.max(2).next_power_of_two().trailing_zeros();
-        RecencyFilter { slots: vec![0; 1 << bits], shift: 64 - bits }
+        RecencyFilter { slots: vec![0; 1 << bits], bits }
     }
 
-    /// Records a reference to the line holding `paddr`, a write of fast-forward when
-    /// `ff_write`. Returns whether the filter held the line, and the line (its address)
-    /// that fast-forward had dirtied and this reference evicted, to be written back.
+    /// Records a reference to the line holding `paddr` (below 2^(37 + slot bits)), a
+    /// write of fast-forward when `ff_write`. Returns whether the filter held the line,
+    /// and the line (its address) that fast-forward had dirtied and this reference
+    /// evicted, to be written back.
     #[inline(always)]
     pub fn touch(&mut self, paddr: u64, ff_write: bool) -> (bool, Option<u64>) {
         let line = paddr >> 6;
-        // Fibonacci hashing: the top bits of the product.
-        let slot = (line.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize;
+        let mask = (1u64 << self.bits) - 1;
+        let high = line >> self.bits;
+        let slot = ((line ^ high) & mask) as usize;
+        let tag = high as u32 + 1;
         let old = self.slots[slot];
-        let seen = old & !FF_DIRTY == line + 1;
-        let evicted = (!seen && old & FF_DIRTY != 0).then(|| ((old & !FF_DIRTY) - 1) << 6);
+        let seen = old & !FF_DIRTY == tag;
+        let evicted = (!seen && old & FF_DIRTY != 0).then(|| {
+            let old_high = ((old & !FF_DIRTY) - 1) as u64;
+            ((old_high << self.bits) | ((slot as u64 ^ old_high) & mask)) << 6
+        });
         let keep_dirty = if seen { old & FF_DIRTY } else { 0 };
-        self.slots[slot] = (line + 1) | keep_dirty | if ff_write { FF_DIRTY } else { 0 };
+        self.slots[slot] = tag | keep_dirty | if ff_write { FF_DIRTY } else { 0 };
         (seen, evicted)
     }
 }
@@ -363,21 +371,21 @@ impl CostModel {
 mod tests {
     use super::*;
 
-    /// A 1-slot filter holds the last line only; a line fast-forward wrote is handed
-    /// back for writing when another line evicts it, once, and not when a detailed
-    /// reference wrote it.
+    /// A 2-slot filter: lines 0 and 3 share slot 0 (3 = 0b11: low bit 1 XOR high bits
+    /// 1), lines 0 and 2 do not (2: low 0 XOR 1 = slot 1). A line fast-forward wrote is
+    /// handed back, with its address, when another line evicts it; a line a detailed
+    /// reference wrote is not (the caches hold that write).
     #[test]
     fn the_recency_filter_remembers_lines_and_ff_writes() {
-        let mut f = RecencyFilter::new(1);
-        assert_eq!(f.slots.len(), 2);
-        // Lines 0..64 over 2 slots: find two lines that share a slot.
-        let slot = |l: u64| (l.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> f.shift) as usize;
-        let (a, b) = (0u64, (1..64).find(|&l| slot(l) == slot(0)).unwrap());
-        assert_eq!(f.touch(a << 6, false), (false, None));
-        assert_eq!(f.touch(a << 6 | 8, true), (true, None), "same line, now dirtied by fast-forward");
-        assert_eq!(f.touch(b << 6, false), (false, Some(a << 6)), "evicting the dirty line writes it back");
-        assert_eq!(f.touch(a << 6, false), (false, None), "b was clean");
-        assert_eq!(f.touch(b << 6, false), (false, None));
+        let mut f = RecencyFilter::new(2);
+        assert_eq!(f.touch(0, false), (false, None));
+        assert_eq!(f.touch(2 << 6, false), (false, None));
+        assert_eq!(f.touch(8, true), (true, None), "line 0 kept, now dirtied by fast-forward");
+        assert_eq!(f.touch(3 << 6, false), (false, Some(0)), "line 3 evicts the dirty line 0");
+        assert_eq!(f.touch(2 << 6 | 4, false), (true, None), "line 2 untouched");
+        assert_eq!(f.touch(0, false), (false, None), "line 3 was clean");
+        assert_eq!(f.touch(5 << 6, true), (false, None), "line 5 (101: slot 1 ^ 0b10) replaces clean line 2");
+        assert_eq!(f.touch(2 << 6, false), (false, Some(5 << 6)));
     }
 
     /// A fit of 4 reads of tier 0 — served by L1 (0 beyond), L2 (10), memory (100)
