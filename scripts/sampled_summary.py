@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-FIGURES = [("cycles", "cycles"), ("IPC", "ipc"), ("AMAT", "amat_ns"), ("fast share", "fast_tier_fraction"), ("page moves", "page_moves")]
+FIGURES = [("cycles", "cycles"), ("IPC", "ipc"), ("AMAT", "amat_ns"), ("fast share", "fast_tier_fraction")]
 
 
 def load(path):
@@ -26,10 +26,11 @@ def main(out):
         s = os.path.join(out, n + "-sampled.json")
         if os.path.exists(s):
             runs[n] = (load(os.path.join(out, n + "-detailed.json")), load(s))
-    head = ["run"] + [f"{a} %" for a, _ in FIGURES] + ["slowdown %", "model error %", "detailed share", "speed-up"]
+    head = ["run"] + [f"{a} %" for a, _ in FIGURES] + ["page moves (detailed → sampled)", "slowdown %", "model error %", "detailed share", "speed-up"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     worst = {a: 0.0 for a, _ in FIGURES}
+    worst["page moves"] = 0.0
     worst["slowdown"] = 0.0
     speedups = []
     for n, (d, s) in runs.items():
@@ -38,7 +39,10 @@ def main(out):
             e = rel(d["summary"][k], s["summary"][k])
             worst[a] = max(worst[a], abs(e))
             row.append(f"{e:+.2f}")
-        base = n.rsplit("-", 1)[0] if n.endswith("-first-touch") else None
+        dm, sm = d["summary"]["page_moves"], s["summary"]["page_moves"]
+        if dm:
+            worst["page moves"] = max(worst["page moves"], abs(rel(dm, sm)))
+        row.append(f"{dm} → {sm}")
         slow = ""
         if n.endswith("-first-touch"):
             w = n[: -len("-first-touch")]
