@@ -587,10 +587,14 @@ impl Config {
         if self.workloads.is_empty() {
             t.remove("workloads");
         }
-        // The paging-structure caches are left out of a run's report while off; the
-        // printed configuration names their keys all the same.
+        // The paging-structure caches and sampled mode are left out of a run's report
+        // while off; the printed configuration names their keys all the same.
         if let Some(Value::Table(tlb)) = t.get_mut("machine").and_then(|m| m.get_mut("tlb")) {
             tlb.entry("psc").or_insert(Value::try_from(&self.machine.tlb.psc)?);
+        }
+        if let Some(Value::Table(engine)) = t.get_mut("engine") {
+            engine.entry("mode").or_insert(Value::try_from(self.engine.mode)?);
+            engine.entry("sampled").or_insert(Value::try_from(&self.engine.sampled)?);
         }
         Ok(toml::to_string(&t)?)
     }
