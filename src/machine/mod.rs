@@ -629,7 +629,7 @@ impl<R: Redirect> Machine<R> {
 
         let at = self.cores[core].clock;
         // (The tier of the data only matters to sampled mode's model.)
-        let tier = if M == DETAILED { 0 } else { self.mem.tiers.tier_of(pfn).index() };
+        let tier = if M == FIT || M == FAST { self.mem.tiers.tier_of(pfn).index() } else { 0 };
         let (recent, evicted) = if M == DETAILED { (false, None) } else { self.recent.touch(paddr, M == FAST && write) };
         if let Some(line) = evicted {
             // A line only fast-forward wrote leaves the filter: written back as the LLC

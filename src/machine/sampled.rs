@@ -44,7 +44,7 @@
 //! The model's error is estimated in every fitting window by predicting the window
 //! with the previous fit ([`CostModel::end_fit`]).
 
-/// The full model, no recording (plain detailed runs and warm-up).
+/// The full model, no recording (runs that are not sampled).
 pub const DETAILED: u8 = 0;
 /// The full model, recording what the cost model is fitted on.
 pub const FIT: u8 = 1;
@@ -144,7 +144,8 @@ struct Fit {
 }
 
 impl Fit {
-    fn from(s: &Sums) -> Fit {
+    /// The fit of what a window saw of a class, `depth` the level index of memory.
+    fn from(s: &Sums, depth: usize) -> Fit {
         let n = s.refs.max(1) as u128;
         let p = |x: u64| ((x as u128 * P_ONE as u128) / n) as u64;
         let mut levels = [0; MAX_LEVELS];
@@ -154,8 +155,8 @@ impl Fit {
         Fit {
             fitted: true,
             mean: (((s.cycles as u128) << MEAN_BITS) / n) as u64,
-            p_memory: 0,
-            memory_mean: 0,
+            p_memory: levels[depth],
+            memory_mean: ((s.memory_cycles as u128) << MEAN_BITS).checked_div(s.levels[depth] as u128).unwrap_or(0) as u64,
             levels,
             mean_rem: 0,
             memory_rem: 0,
@@ -187,8 +188,8 @@ impl Fit {
     }
 }
 
-/// One core's cost model: fitting sums and fits per data class (tier × read/write)
-/// and for walk references.
+/// One core's cost model: fitting sums and fits per data class (tier × read/write ×
+/// recent) and for walk references.
 #[derive(Clone, Debug)]
 pub struct CostModel {
     depth: usize,
@@ -205,7 +206,7 @@ pub struct CostModel {
     predicted: u64,
     measured: u64,
     window_start: u64,
-    /// Relative errors of the windows predicted so far, and their number.
+    /// Relative errors of the windows predicted so far.
     pub errors: Vec<f64>,
 }
 
@@ -283,8 +284,8 @@ impl CostModel {
     }
 
     /// Ends a fitting window at cycle `clock`: classes with enough references get new
-    /// fits (the others keep theirs; a class never seen borrows the other direction of
-    /// its tier, then any fitted class), and the window's error is recorded when there
+    /// fits (the others keep theirs; a class never seen borrows from the nearest fitted
+    /// class), and the window's error is recorded when there
     /// was a previous fit to predict it with: (predicted − measured) stall cycles over
     /// the window's cycles.
     pub fn end_fit(&mut self, clock: u64) {
@@ -296,13 +297,11 @@ impl CostModel {
         let depth = self.depth;
         for (f, s) in self.data_fits.iter_mut().zip(&self.data_sums) {
             if s.refs >= MIN_SAMPLES || (!f.fitted && s.refs > 0) {
-                *f = Fit::from(s);
-                f.p_memory = f.levels[depth];
-                f.memory_mean = ((s.memory_cycles as u128) << MEAN_BITS).checked_div(s.levels[depth] as u128).unwrap_or(0) as u64;
+                *f = Fit::from(s, depth);
             }
         }
         if self.walk_sums.refs >= MIN_SAMPLES || (!self.walk_fit.fitted && self.walk_sums.refs > 0) {
-            self.walk_fit = Fit::from(&self.walk_sums);
+            self.walk_fit = Fit::from(&self.walk_sums, depth);
         }
         // A class never seen borrows from the nearest fitted class: the same recency
         // above all (a line just referenced costs what such lines cost), then the
@@ -336,14 +335,7 @@ impl CostModel {
     pub fn walk(&mut self) -> (u64, bool) {
         self.walk_skipped += 1;
         let f = &mut self.walk_fit;
-        let cycles = f.cycles();
-        let memory = {
-            f.memory_rem += f.levels[self.depth];
-            let m = f.memory_rem >= P_ONE;
-            f.memory_rem -= if m { P_ONE } else { 0 };
-            m
-        };
-        (cycles, memory)
+        (f.cycles(), f.reaches_memory())
     }
 
     /// The cache lookups fast-forward skipped since the last call, as estimated hits
