@@ -10,6 +10,7 @@
 //! - [`policy`]: one file per policy, decisions only;
 //! - [`engine`]: drives references through the machine, epochs, statistics;
 //! - [`report`], [`config`], [`cli`]: output, configuration, command line;
+//! - [`study`]: sweeps over grids of runs into a results store;
 //! - [`units`], [`rng`], [`progress`]: sizes, random numbers, progress display.
 
 pub mod cli;
@@ -22,6 +23,7 @@ pub mod policy;
 pub mod progress;
 pub mod report;
 pub mod rng;
+pub mod study;
 pub mod trace;
 pub mod units;
 pub mod workload;

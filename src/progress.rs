@@ -77,8 +77,9 @@ struct State {
     bytes_total: u64,
     /// When the first simulation began.
     simulating_since: Option<Instant>,
-    /// Runs of the command and runs finished.
+    /// Runs of the command, runs whose simulation started, and runs finished.
     runs: u32,
+    runs_started: u32,
     runs_done: u32,
     /// Characters of the bar on screen.
     drawn: usize,
@@ -111,6 +112,7 @@ impl Progress {
                 bytes_total: 0,
                 simulating_since: None,
                 runs: 1,
+                runs_started: 0,
                 runs_done: 0,
                 drawn: 0,
                 last_line: now,
@@ -157,7 +159,9 @@ impl Progress {
     pub fn simulation(&self, total_refs: u64) -> SimulationProgress {
         if let Some(s) = &self.0 {
             s.refs_total.fetch_add(total_refs, Ordering::Relaxed);
-            s.state.lock().expect("progress lock").simulating_since.get_or_insert_with(Instant::now);
+            let mut st = s.state.lock().expect("progress lock");
+            st.simulating_since.get_or_insert_with(Instant::now);
+            st.runs_started += 1;
         }
         self.enter(Phase::Simulation, 0);
         SimulationProgress { progress: self.clone(), reported: 0 }
@@ -261,19 +265,26 @@ impl Shared {
                     return None;
                 }
                 let secs = st.simulating_since.map_or(0.0, |t| t.elapsed().as_secs_f64());
-                let rate = if secs > 0.0 { done / secs } else { 0.0 };
-                let eta = (rate > 0.0).then(|| (total - done).max(0.0) / rate);
-                Some(((done / total).min(1.0), eta))
+                // The runs not started yet are taken to be as long, on average, as
+                // those started (a sweep knows their number, not their length).
+                let runs = st.runs.max(1) as f64;
+                let f = ((done / total).min(1.0) * (st.runs_started as f64).clamp(1.0, runs) / runs).min(1.0);
+                let eta = (f > 0.0 && secs > 0.0).then(|| secs * (1.0 - f) / f);
+                Some((f, eta))
             }
         }
     }
 
     fn phase_name(st: &State) -> String {
-        match &st.phase {
+        let name = match &st.phase {
             Phase::Setup => "setup".into(),
             Phase::Pass(name) => format!("footprint pass over {name}"),
-            Phase::Simulation if st.runs > 1 => format!("simulation ({} of {} runs finished)", st.runs_done, st.runs),
-            Phase::Simulation => "simulation".into(),
+            Phase::Simulation => "simulation".to_string(),
+        };
+        if st.runs > 1 {
+            format!("{name} ({} of {} runs finished)", st.runs_done, st.runs)
+        } else {
+            name
         }
     }
 
@@ -352,6 +363,21 @@ mod tests {
         let (f, _) = s.fraction_and_eta(&st).unwrap();
         assert!((f - 0.4).abs() < 1e-12);
         assert!(s.describe(&st).starts_with("simulation (0 of 2 runs finished): 40.0 %"), "{}", s.describe(&st));
+        drop(st);
+        p.finish();
+    }
+
+    #[test]
+    fn runs_not_started_count_as_long_as_those_started() {
+        // A sweep of 4 runs: 1 started, half done. Half of a quarter of the work.
+        let p = Progress::new(Mode::Lines);
+        p.set_runs(4);
+        let mut a = p.simulation(100);
+        a.update(50);
+        let s = p.0.as_ref().unwrap();
+        let st = s.state.lock().unwrap();
+        let (f, _) = s.fraction_and_eta(&st).unwrap();
+        assert!((f - 0.125).abs() < 1e-12, "{f}");
         drop(st);
         p.finish();
     }

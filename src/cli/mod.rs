@@ -1,12 +1,15 @@
-//! The command line: `demo`, `run`, `compare`, `policies`, `config`, and the trace
-//! commands `record` (in [`record`]), `convert` and `inspect` (in [`traces`]).
+//! The command line: `demo`, `run`, `compare`, `policies`, `config`, `sweep` (in
+//! [`sweep`]), and the trace commands `record` (in [`record`]), `convert` and
+//! `inspect` (in [`traces`]).
 //!
 //! Every command checks its output paths before it starts ([`output`]), and runs
 //! stop cleanly on Ctrl-C ([`interrupt`]).
 
 pub mod interrupt;
 mod output;
+mod dask;
 mod record;
+pub mod sweep;
 mod traces;
 
 use crate::config::{Config, Sources, PRESETS};
@@ -74,6 +77,9 @@ pub enum Command {
     Convert(traces::ConvertArgs),
     /// Print a trace's statistics: footprint, references per page, hot pages per interval.
     Inspect(traces::InspectArgs),
+    /// Run a grid of runs (policies × workloads × seeds × any configuration key) into
+    /// a SQLite results store; a sweep started again runs only what is missing.
+    Sweep(sweep::SweepArgs),
 }
 
 /// Where the configuration comes from.
@@ -401,6 +407,7 @@ pub fn main(cli: Cli) -> Result<()> {
         Command::Record(args) => record::record(&args),
         Command::Convert(args) => traces::convert(&args),
         Command::Inspect(args) => traces::inspect(&args),
+        Command::Sweep(args) => sweep::sweep(&args),
     }
 }
 

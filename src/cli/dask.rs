@@ -1,0 +1,47 @@
+//! `tiersim sweep --scheduler ADDRESS`: hands the sweep to the Python package
+//! (`python/`), which runs it on a Dask cluster and writes the same store.
+
+use super::sweep::SweepArgs;
+use crate::study::Spec;
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+use std::process::Command;
+
+/// The Python interpreter: `$TIERSIM_PYTHON`, else `python3`.
+fn python() -> String {
+    std::env::var("TIERSIM_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// Runs `python3 -m tiersim sweep --scheduler ADDRESS --db DB RESOLVED.toml` with the
+/// resolved spec, and ends with its exit code.
+pub fn hand_over(args: &SweepArgs, spec: &Spec, db: &Path) -> Result<()> {
+    let address = args.scheduler.as_deref().expect("called with --scheduler");
+    if args.list {
+        bail!("--list, --scheduler: --list only reads the store; give one of them");
+    }
+    let py = python();
+    let found = Command::new(&py).args(["-c", "import tiersim"]).output();
+    match found {
+        Err(e) => bail!("--scheduler: cannot run {py} ({e}); set TIERSIM_PYTHON to a Python with tiersim's package (pip install ./python)"),
+        Ok(o) if !o.status.success() => bail!("--scheduler: {py} has no `tiersim` package; install it with `pip install ./python` (docs/python.md)"),
+        Ok(_) => {}
+    }
+    spec.check_runs(&spec.points())?;
+    let dir = std::env::temp_dir().join(format!("tiersim-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let resolved = dir.join("spec.toml");
+    std::fs::write(&resolved, spec.to_toml()).with_context(|| format!("{}: cannot write", resolved.display()))?;
+    let mut cmd = Command::new(&py);
+    cmd.args(["-m", "tiersim", "sweep", "--scheduler", address, "--db"]).arg(db).arg(&resolved);
+    if let Some(j) = args.jobs {
+        cmd.args(["--jobs", &j.to_string()]);
+    }
+    let status = cmd.status().with_context(|| format!("--scheduler: cannot run {py}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let code = status?.code().unwrap_or(1);
+    if code != 0 {
+        // The package printed its own one-line error.
+        std::process::exit(code);
+    }
+    Ok(())
+}

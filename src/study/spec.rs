@@ -1,0 +1,448 @@
+//! A sweep's specification: the options every run shares and the axes whose values
+//! are crossed, read from a TOML file (`tiersim sweep SPEC.toml`) or built from
+//! flags, and expanded into the grid of [`Point`]s.
+//!
+//! ```toml
+//! name = "kv-policies"          # optional: the file's stem
+//! db = "kv-policies.db"         # optional: the spec's path with `.db`
+//! baseline = "first-touch"      # optional: the policy reports normalise to
+//!
+//! [run]                          # what every run shares, as `tiersim run` takes it
+//! preset = "cxl"
+//! workload = "kv"
+//! footprint = "1GiB"
+//! refs = 10_000_000
+//! set = { "machine.tiers.fast.capacity" = "25%" }
+//!
+//! [axes]                         # crossed, first axis outermost
+//! policy = ["first-touch", "tpp", "thermostat"]
+//! seed = [1, 2]
+//! "machine.tiers.fast.capacity" = ["12.5%", "25%"]
+//! ```
+//!
+//! Keys are the run options `preset`, `config`, `policy`, `workload`, `footprint`,
+//! `refs`, `seed`, `mode`, `mix`, `tenants`, `trace`, `format`, `verify`, or any
+//! configuration key by its dotted `--set` path. A run is identified by all its
+//! options together ([`Point::key`]), so the same run reached from two specs, or
+//! from a spec and from flags, is the same row of the store.
+
+use crate::cli::ConfigArgs;
+use crate::config::Config;
+use anyhow::{anyhow, bail, Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml::Value;
+
+/// The run options a spec may name besides dotted configuration paths: name and
+/// what its value is.
+pub const OPTIONS: &[(&str, &str)] = &[
+    ("preset", "a built-in preset"),
+    ("config", "a TOML configuration file"),
+    ("policy", "the policy"),
+    ("workload", "a synthetic workload"),
+    ("footprint", "the workload's footprint, e.g. 1GiB"),
+    ("refs", "references to simulate"),
+    ("seed", "the random seed"),
+    ("mode", "detailed or sampled"),
+    ("mix", "one workload per core, e.g. \"gups,zipf\""),
+    ("tenants", "one tenant per core, e.g. \"vm:kv:25%,vm:stream:25%\""),
+    ("trace", "trace files, one per core"),
+    ("format", "the traces' format"),
+    ("verify", "shadow-memory verification (true or false)"),
+];
+
+/// Options whose value is a list (a TOML array, or one string with commas).
+const LISTS: &[&str] = &["mix", "tenants", "trace"];
+
+/// Columns of the store's `runs` table that an axis must not shadow.
+pub const RESERVED: &[&str] = &["sweep", "key", "seq", "status", "error", "options", "wall_seconds", "finished", "report"];
+
+/// One run of the grid.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// Its position in the grid (first axis outermost).
+    pub seq: usize,
+    /// Its value on each axis, in the spec's axis order, as text (`tpp`, `25%`, `1`).
+    pub axes: Vec<(String, String)>,
+    /// Every option of the run: option name or dotted path → value (a dotted path's
+    /// value is a TOML literal, e.g. `"25%"` with its quotes, or `3`).
+    pub options: BTreeMap<String, String>,
+}
+
+impl Point {
+    /// The run's identity in the store: its options as canonical JSON.
+    pub fn key(&self) -> String {
+        serde_json::to_string(&self.options).expect("strings serialize")
+    }
+
+    /// The run's options as the command line's.
+    pub fn config_args(&self) -> Result<ConfigArgs> {
+        config_args(&self.options)
+    }
+
+    /// Whether the run verifies every read (`verify = true`).
+    pub fn verify(&self) -> bool {
+        self.options.get("verify").is_some_and(|v| v == "true")
+    }
+
+    /// The run's configuration; the error names the point by its axis values.
+    pub fn config(&self) -> Result<Config> {
+        self.config_args().and_then(|a| a.load()).with_context(|| format!("run {}", self.label()))
+    }
+
+    /// The axis values as `policy=tpp seed=1` (`(no axes)` for a one-run sweep).
+    pub fn label(&self) -> String {
+        if self.axes.is_empty() {
+            return "(no axes)".into();
+        }
+        self.axes.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// Builds the command line's options from a run's `options`.
+pub fn config_args(options: &BTreeMap<String, String>) -> Result<ConfigArgs> {
+    let mut a = ConfigArgs::default();
+    let list = |v: &str| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect::<Vec<_>>();
+    for (k, v) in options {
+        match k.as_str() {
+            "preset" => a.preset = Some(v.clone()),
+            "config" => a.config = Some(PathBuf::from(v)),
+            "policy" => a.policy = Some(v.clone()),
+            "workload" => a.workload = Some(v.clone()),
+            "footprint" => a.footprint = Some(v.clone()),
+            "refs" => a.refs = Some(v.clone()),
+            "seed" => a.seed = Some(v.clone()),
+            "mode" => a.mode = Some(v.clone()),
+            "mix" => a.mix = list(v),
+            "tenants" => a.tenants = list(v),
+            "trace" => a.traces = list(v),
+            "format" => a.format = Some(v.clone()),
+            "verify" => {}
+            path if path.contains('.') => a.sets.push(format!("{path}={v}")),
+            other => bail!("`{other}`: not a run option ({}) nor a dotted configuration path", option_names()),
+        }
+    }
+    Ok(a)
+}
+
+fn option_names() -> String {
+    OPTIONS.iter().map(|o| o.0).collect::<Vec<_>>().join(", ")
+}
+
+/// A sweep: its name, where its results go, the options every run shares and the axes.
+#[derive(Clone, Debug, Default)]
+pub struct Spec {
+    pub name: String,
+    /// The results store (a SQLite database).
+    pub db: Option<PathBuf>,
+    /// The policy reports normalise to.
+    pub baseline: Option<String>,
+    /// Options every run shares (as in [`Point::options`]).
+    pub base: BTreeMap<String, String>,
+    /// Axis name → its values: (text shown, option value), in the spec's order.
+    pub axes: Vec<(String, Vec<(String, String)>)>,
+}
+
+/// The option value and the text shown for `value` under option `key`; `at` names
+/// the place in the spec for errors.
+fn option_value(key: &str, value: &Value, at: &str) -> Result<(String, String)> {
+    if key.contains('.') {
+        // A configuration path: the value goes to `--set` as a TOML literal.
+        let shown = match value {
+            Value::String(s) => s.clone(),
+            v => v.to_string(),
+        };
+        return Ok((shown, value.to_string()));
+    }
+    if !OPTIONS.iter().any(|o| o.0 == key) {
+        bail!("{at}: `{key}` is not a run option ({}) nor a dotted configuration path", option_names());
+    }
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Integer(i) if *i >= 0 => i.to_string(),
+        Value::Boolean(b) if key == "verify" => b.to_string(),
+        Value::Array(items) if LISTS.contains(&key) => items
+            .iter()
+            .map(|i| i.as_str().map(String::from).ok_or_else(|| anyhow!("{at}: `{key}` lists strings, got {i}")))
+            .collect::<Result<Vec<_>>>()?
+            .join(","),
+        v => bail!("{at}: `{key}` takes {}, got {v}", if key == "verify" { "true or false" } else { "a string or a whole number" }),
+    };
+    if key == "verify" && text != "true" && text != "false" {
+        bail!("{at}: `verify` takes true or false, got {text}");
+    }
+    Ok((text.clone(), text))
+}
+
+/// The option value of `--axis`/`--set`-style text `text` under option `key`: text
+/// is read as a TOML value where it is one (`3`, `true`, `"a"`), else as a string.
+pub fn option_value_from_text(key: &str, text: &str, at: &str) -> Result<(String, String)> {
+    let value = match toml::from_str::<toml::Table>(&format!("v = {text}")) {
+        Ok(mut t) => t.remove("v").unwrap_or_else(|| Value::String(text.into())),
+        Err(_) => Value::String(text.into()),
+    };
+    let value = match (key.contains('.'), &value) {
+        // A run option given as text stays text (`refs=1e6` is not a float here).
+        (false, Value::Float(_)) => Value::String(text.into()),
+        _ => value,
+    };
+    option_value(key, &value, at)
+}
+
+/// Checks that `name` can be an axis (a column of the store).
+fn check_axis_name(name: &str, at: &str) -> Result<()> {
+    if RESERVED.contains(&name) {
+        bail!("{at}: `{name}` cannot be an axis (it names a column of the store)");
+    }
+    Ok(())
+}
+
+impl Spec {
+    /// Reads the spec file at `path`.
+    pub fn read(path: &Path) -> Result<Spec> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "sweep".into());
+        let mut spec = Spec::parse(&text, &path.display().to_string(), &stem)?;
+        if spec.db.is_none() {
+            spec.db = Some(path.with_extension("db"));
+        } else if let Some(db) = spec.db.take() {
+            // A relative `db` is relative to the spec's folder.
+            spec.db = Some(if db.is_relative() { path.parent().unwrap_or(Path::new("")).join(db) } else { db });
+        }
+        Ok(spec)
+    }
+
+    /// Parses spec `text`; `origin` names it in errors, `default_name` is the sweep's
+    /// name when the text gives none.
+    pub fn parse(text: &str, origin: &str, default_name: &str) -> Result<Spec> {
+        let root: toml::Table = toml::from_str(text).map_err(|e| anyhow!("{origin}: {}", e.message()))?;
+        let mut spec = Spec { name: default_name.to_string(), ..Default::default() };
+        for (k, v) in &root {
+            let at = format!("{origin}: {k}");
+            match (k.as_str(), v) {
+                ("name", Value::String(s)) => spec.name = s.clone(),
+                ("db", Value::String(s)) => spec.db = Some(PathBuf::from(s)),
+                ("baseline", Value::String(s)) => spec.baseline = Some(s.clone()),
+                ("name" | "db" | "baseline", v) => bail!("{at}: expected a string, got {v}"),
+                ("run", Value::Table(t)) => {
+                    for (key, value) in t {
+                        if key == "set" {
+                            let Value::Table(sets) = value else { bail!("{origin}: run.set: expected a table of dotted paths") };
+                            for (path, v) in sets {
+                                if !path.contains('.') {
+                                    bail!("{origin}: run.set.{path}: expected a dotted configuration path");
+                                }
+                                spec.base.insert(path.clone(), option_value(path, v, &format!("{origin}: run.set"))?.1);
+                            }
+                        } else {
+                            spec.base.insert(key.clone(), option_value(key, value, &format!("{origin}: run"))?.1);
+                        }
+                    }
+                }
+                ("axes", Value::Table(t)) => {
+                    for (key, values) in t {
+                        let at = format!("{origin}: axes.{key}");
+                        check_axis_name(key, &at)?;
+                        let Value::Array(items) = values else { bail!("{at}: expected a list of values") };
+                        if items.is_empty() {
+                            bail!("{at}: an axis needs at least one value");
+                        }
+                        let vals = items.iter().map(|v| option_value(key, v, &at)).collect::<Result<Vec<_>>>()?;
+                        spec.axes.push((key.clone(), vals));
+                    }
+                }
+                ("run" | "axes", _) => bail!("{at}: expected a table"),
+                _ => bail!("{at}: unknown key (expected name, db, baseline, [run], [axes])"),
+            }
+        }
+        // The axes keep the file's order (the first is outermost), which the
+        // table above does not remember.
+        if let Ok(doc) = text.parse::<toml_edit::DocumentMut>() {
+            if let Some(t) = doc.get("axes").and_then(|a| a.as_table_like()) {
+                let order: Vec<String> = t.iter().map(|(k, _)| k.to_string()).collect();
+                spec.axes.sort_by_key(|(k, _)| order.iter().position(|o| o == k));
+            }
+        }
+        spec.check()?;
+        Ok(spec)
+    }
+
+    /// Adds an axis from `--axis KEY=V1,V2,…`.
+    pub fn add_axis_text(&mut self, text: &str) -> Result<()> {
+        let at = format!("--axis {text}");
+        let (key, values) = text.split_once('=').ok_or_else(|| anyhow!("{at}: expected KEY=V1,V2,…"))?;
+        let key = key.trim();
+        check_axis_name(key, &at)?;
+        if self.axes.iter().any(|(k, _)| k == key) {
+            bail!("{at}: the axis `{key}` is given twice");
+        }
+        let vals = values.split(',').map(str::trim).filter(|v| !v.is_empty()).map(|v| option_value_from_text(key, v, &at)).collect::<Result<Vec<_>>>()?;
+        if vals.is_empty() {
+            bail!("{at}: an axis needs at least one value");
+        }
+        self.axes.push((key.to_string(), vals));
+        self.check()
+    }
+
+    /// Checks that no option is both shared and an axis, and that a key is not
+    /// given both by a shorthand and its path.
+    fn check(&self) -> Result<()> {
+        for (k, _) in &self.axes {
+            if self.base.contains_key(k) {
+                bail!("`{k}`: is both an axis and an option of every run; keep one");
+            }
+            if self.axes.iter().filter(|(o, _)| o == k).count() > 1 {
+                bail!("axes.{k}: given twice");
+            }
+        }
+        Ok(())
+    }
+
+    /// The grid: every combination of axis values, first axis outermost.
+    pub fn points(&self) -> Vec<Point> {
+        let mut points = vec![Point { seq: 0, axes: Vec::new(), options: self.base.clone() }];
+        for (name, values) in &self.axes {
+            points = points
+                .into_iter()
+                .flat_map(|p| {
+                    values.iter().map(move |(shown, value)| {
+                        let mut q = p.clone();
+                        q.axes.push((name.clone(), shown.clone()));
+                        q.options.insert(name.clone(), value.clone());
+                        q
+                    })
+                })
+                .collect();
+        }
+        for (i, p) in points.iter_mut().enumerate() {
+            p.seq = i;
+        }
+        points
+    }
+
+    /// The axis names, in order.
+    pub fn axis_names(&self) -> Vec<String> {
+        self.axes.iter().map(|a| a.0.clone()).collect()
+    }
+
+    /// Loads every point's configuration, so that an unknown key, policy or preset
+    /// stops the sweep before any run starts; the error names the run and the key.
+    pub fn check_runs(&self, points: &[Point]) -> Result<()> {
+        for p in points {
+            p.config()?;
+        }
+        Ok(())
+    }
+
+    /// The spec as TOML with everything resolved (flags included): what the store
+    /// keeps, and what `tiersim report` shows as the sweep's configuration.
+    pub fn to_toml(&self) -> String {
+        let mut out = format!("name = {}\n", Value::String(self.name.clone()));
+        if let Some(b) = &self.baseline {
+            out += &format!("baseline = {}\n", Value::String(b.clone()));
+        }
+        out += "\n[run]\n";
+        let mut sets = Vec::new();
+        for (k, v) in &self.base {
+            if k.contains('.') {
+                sets.push(format!("{} = {v}", Value::String(k.clone())));
+            } else {
+                out += &format!("{k} = {}\n", shorthand_literal(k, v));
+            }
+        }
+        if !sets.is_empty() {
+            out += &format!("set = {{ {} }}\n", sets.join(", "));
+        }
+        out += "\n[axes]\n";
+        for (k, values) in &self.axes {
+            let vals: Vec<String> = values.iter().map(|(_, v)| if k.contains('.') { v.clone() } else { shorthand_literal(k, v) }).collect();
+            let key = if k.contains('.') { Value::String(k.clone()).to_string() } else { k.clone() };
+            out += &format!("{key} = [{}]\n", vals.join(", "));
+        }
+        out
+    }
+}
+
+/// A run option's value as a TOML literal (`verify` stays a boolean).
+fn shorthand_literal(key: &str, value: &str) -> String {
+    if key == "verify" {
+        value.to_string()
+    } else {
+        Value::String(value.to_string()).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = r#"
+        name = "t"
+        baseline = "first-touch"
+        [run]
+        workload = "kv"
+        footprint = "64MiB"
+        refs = 1000
+        set = { "machine.tiers.fast.capacity" = "25%" }
+        [axes]
+        policy = ["first-touch", "tpp"]
+        seed = [1, 2, 3]
+        "engine.epoch_cycles" = [1000000, 2000000]
+    "#;
+
+    #[test]
+    fn the_grid_crosses_the_axes_first_outermost() {
+        let s = Spec::parse(SPEC, "t.toml", "x").unwrap();
+        let pts = s.points();
+        // 2 policies × 3 seeds × 2 epoch lengths.
+        assert_eq!(pts.len(), 12);
+        assert_eq!(pts[0].label(), "policy=first-touch seed=1 engine.epoch_cycles=1000000");
+        assert_eq!(pts[1].label(), "policy=first-touch seed=1 engine.epoch_cycles=2000000");
+        assert_eq!(pts[11].label(), "policy=tpp seed=3 engine.epoch_cycles=2000000");
+        assert_eq!(pts[11].seq, 11);
+        let keys: std::collections::BTreeSet<String> = pts.iter().map(Point::key).collect();
+        assert_eq!(keys.len(), 12, "every run has its own key");
+        let a = pts[4].config_args().unwrap();
+        assert_eq!(a.policy.as_deref(), Some("first-touch"));
+        assert!(a.sets.contains(&"machine.tiers.fast.capacity=\"25%\"".to_string()), "{:?}", a.sets);
+        assert!(a.sets.contains(&"engine.epoch_cycles=1000000".to_string()), "{:?}", a.sets);
+        assert_eq!(pts[4].config().unwrap().workload.seed, 3);
+    }
+
+    #[test]
+    fn flags_and_file_give_the_same_keys() {
+        let file = Spec::parse(SPEC, "t.toml", "x").unwrap();
+        let mut flags = Spec::parse(
+            "[run]\nworkload = \"kv\"\nfootprint = \"64MiB\"\nrefs = 1000\nset = { \"machine.tiers.fast.capacity\" = \"25%\" }\n",
+            "flags",
+            "x",
+        )
+        .unwrap();
+        for a in ["policy=first-touch,tpp", "seed=1,2,3", "engine.epoch_cycles=1000000,2000000"] {
+            flags.add_axis_text(a).unwrap();
+        }
+        let k = |s: &Spec| s.points().iter().map(Point::key).collect::<Vec<_>>();
+        assert_eq!(k(&file), k(&flags));
+        let again = Spec::parse(&file.to_toml(), "resolved", "x").unwrap();
+        assert_eq!(k(&again), k(&file), "the resolved TOML describes the same runs:\n{}", file.to_toml());
+    }
+
+    #[test]
+    fn bad_specs_name_what_is_wrong() {
+        let err = |t: &str| Spec::parse(t, "s.toml", "x").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err("[axes]\npolcy = [\"a\"]").contains("s.toml: axes.polcy: `polcy` is not a run option"), "{}", err("[axes]\npolcy = [\"a\"]"));
+        assert!(err("[axes]\npolicy = []").contains("at least one value"));
+        assert!(err("[axes]\npolicy = \"tpp\"").contains("expected a list"));
+        assert!(err("[axes]\nstatus = [1]").contains("cannot be an axis"));
+        assert!(err("[run]\npolicy = \"tpp\"\n[axes]\npolicy = [\"lru\"]").contains("both an axis and an option"));
+        assert!(err("runs = 3").contains("s.toml: runs: unknown key"));
+        assert!(err("[run]\nrefs = 1.5").contains("a string or a whole number"));
+        assert!(err("[run\n").starts_with("s.toml:"));
+        let s = Spec::parse("[axes]\npolicy = [\"nope\"]", "s.toml", "x").unwrap();
+        let e = format!("{:#}", s.check_runs(&s.points()).unwrap_err());
+        assert!(e.contains("run policy=nope") && e.contains("unknown policy `nope`"), "{e}");
+        let s = Spec::parse("[axes]\n\"machine.nope\" = [1]", "s.toml", "x").unwrap();
+        let e = format!("{:#}", s.check_runs(&s.points()).unwrap_err());
+        assert!(e.contains("machine.nope") && e.contains("unknown field"), "{e}");
+    }
+}
