@@ -9,6 +9,7 @@ pub mod interrupt;
 mod output;
 mod dask;
 mod record;
+pub mod reproduce;
 pub mod sweep;
 mod traces;
 
@@ -80,6 +81,8 @@ pub enum Command {
     /// Run a grid of runs (policies × workloads × seeds × any configuration key) into
     /// a SQLite results store; a sweep started again runs only what is missing.
     Sweep(sweep::SweepArgs),
+    /// Run a paper's documented matrix and print our figures beside the paper's.
+    Reproduce(reproduce::ReproduceArgs),
 }
 
 /// Where the configuration comes from.
@@ -408,6 +411,7 @@ pub fn main(cli: Cli) -> Result<()> {
         Command::Convert(args) => traces::convert(&args),
         Command::Inspect(args) => traces::inspect(&args),
         Command::Sweep(args) => sweep::sweep(&args),
+        Command::Reproduce(args) => reproduce::reproduce(&args),
     }
 }
 

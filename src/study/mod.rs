@@ -6,6 +6,7 @@
 //! `tiersim report` reads the store back into plots, and the Python package
 //! (`python/`) reads and writes the same store.
 
+pub mod reproduce;
 pub mod spec;
 pub mod store;
 pub mod sweep;

@@ -57,6 +57,9 @@ const LISTS: &[&str] = &["mix", "tenants", "trace"];
 /// Columns of the store's `runs` table that an axis must not shadow.
 pub const RESERVED: &[&str] = &["sweep", "key", "seq", "status", "error", "options", "wall_seconds", "finished", "report"];
 
+/// The value shown on a `policy.<name>.…` axis for a run of another policy.
+pub const NOT_APPLICABLE: &str = "-";
+
 /// One run of the grid.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Point {
@@ -314,10 +317,29 @@ impl Spec {
                 })
                 .collect();
         }
-        for (i, p) in points.iter_mut().enumerate() {
+        // A policy reads only its own `policy.<name>` table: another policy's
+        // parameters are dropped from a run, so that crossing `policy` with one
+        // policy's parameter runs every other policy once.
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for mut p in points {
+            if let Some(policy) = p.options.get("policy").cloned() {
+                let foreign = |k: &str| k.strip_prefix("policy.").is_some_and(|rest| rest.split('.').next() != Some(policy.as_str()));
+                p.options.retain(|k, _| !foreign(k));
+                for (k, v) in p.axes.iter_mut() {
+                    if foreign(k) {
+                        *v = NOT_APPLICABLE.to_string();
+                    }
+                }
+            }
+            if seen.insert(p.key()) {
+                out.push(p);
+            }
+        }
+        for (i, p) in out.iter_mut().enumerate() {
             p.seq = i;
         }
-        points
+        out
     }
 
     /// The axis names, in order.
@@ -425,6 +447,28 @@ mod tests {
         assert_eq!(k(&file), k(&flags));
         let again = Spec::parse(&file.to_toml(), "resolved", "x").unwrap();
         assert_eq!(k(&again), k(&file), "the resolved TOML describes the same runs:\n{}", file.to_toml());
+    }
+
+    #[test]
+    fn another_policys_parameters_do_not_multiply_its_runs() {
+        let s = Spec::parse(
+            "[axes]\npolicy = [\"all-fast\", \"thermostat\"]\n\"policy.thermostat.tolerable_slowdown_pct\" = [3, 6, 10]",
+            "t",
+            "x",
+        )
+        .unwrap();
+        let labels: Vec<String> = s.points().iter().map(Point::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "policy=all-fast policy.thermostat.tolerable_slowdown_pct=-",
+                "policy=thermostat policy.thermostat.tolerable_slowdown_pct=3",
+                "policy=thermostat policy.thermostat.tolerable_slowdown_pct=6",
+                "policy=thermostat policy.thermostat.tolerable_slowdown_pct=10",
+            ]
+        );
+        assert_eq!(s.points()[3].seq, 3);
+        assert!(!s.points()[0].options.contains_key("policy.thermostat.tolerable_slowdown_pct"));
     }
 
     #[test]

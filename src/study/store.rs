@@ -16,7 +16,7 @@
 //! Every run is written in one transaction, so a sweep killed at any moment leaves
 //! whole rows only, and a run is in the store once whatever the number of restarts.
 
-use super::spec::{Point, RESERVED};
+use super::spec::{Point, NOT_APPLICABLE, RESERVED};
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::{BTreeMap, HashSet};
@@ -245,7 +245,7 @@ impl Store {
         let mut out = Vec::new();
         for (key, seq, status, error, options, report) in rows {
             let options: BTreeMap<String, String> = serde_json::from_str(&options).with_context(|| format!("{}: run {key}: bad options", self.path.display()))?;
-            let axes = sweep.axes.iter().map(|a| (a.clone(), shown(options.get(a).map_or("", String::as_str)))).collect();
+            let axes = sweep.axes.iter().map(|a| (a.clone(), options.get(a).map_or_else(|| NOT_APPLICABLE.to_string(), |v| shown(v)))).collect();
             let report = match (&*status, report) {
                 ("ok", Some(r)) => Some(serde_json::from_str(&r).with_context(|| format!("{}: run {key}: bad report", self.path.display()))?),
                 _ => None,
