@@ -246,6 +246,9 @@ impl Spec {
                     for (key, values) in t {
                         let at = format!("{origin}: axes.{key}");
                         check_axis_name(key, &at)?;
+                        if !key.contains('.') && !OPTIONS.iter().any(|o| o.0 == key) {
+                            bail!("{at}: `{key}` is not a run option ({}) nor a dotted configuration path", option_names());
+                        }
                         let Value::Array(items) = values else { bail!("{at}: expected a list of values") };
                         if items.is_empty() {
                             bail!("{at}: an axis needs at least one value");

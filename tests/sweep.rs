@@ -1,0 +1,197 @@
+//! `tiersim sweep`: the store holds exactly the runs `tiersim run` would make, a
+//! sweep killed at any moment finishes with nothing lost or duplicated, failures are
+//! recorded without stopping the others, and bad input stops it before any run.
+
+mod common;
+
+use common::{temp, tiersim};
+use rusqlite::Connection;
+use serde_json::Value;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The options of every small sweep here.
+const BASE: &[&str] = &["--workload", "kv", "--footprint", "32MiB", "--refs", "300000"];
+
+fn sweep(db: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["sweep", "--db", db];
+    args.extend_from_slice(BASE);
+    args.extend_from_slice(extra);
+    tiersim(&args)
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// (status, options, finished) of every row of `db`, by key.
+fn rows(db: &str) -> Vec<(String, String, String, f64)> {
+    let c = Connection::open(db).unwrap();
+    let mut s = c.prepare("SELECT key, status, options, finished FROM runs ORDER BY seq").unwrap();
+    s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).unwrap().map(Result::unwrap).collect()
+}
+
+/// A report without the figures that depend on wall time or on the command.
+fn comparable(mut v: Value) -> Value {
+    v.as_object_mut().unwrap().remove("sim");
+    v
+}
+
+#[test]
+fn a_sweep_stores_what_run_reports() {
+    let db = temp("sweep", "same.db");
+    let out = sweep(&db, &["--axis", "policy=first-touch,tpp", "--axis", "seed=1,2", "-j", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("4 runs in"), "{}", text(&out));
+    let c = Connection::open(&db).unwrap();
+    let (policy, seed, report): (String, String, String) =
+        c.query_row("SELECT policy, seed, report FROM runs WHERE policy = 'tpp' AND seed = '2'", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
+    assert_eq!((policy.as_str(), seed.as_str()), ("tpp", "2"));
+    let json = temp("sweep", "tpp-2.json");
+    let mut args = BASE.to_vec();
+    args.extend(["--policy", "tpp", "--seed", "2", "--json", &json]);
+    let run = tiersim(&[&["run"], args.as_slice()].concat());
+    assert!(run.status.success(), "{}", text(&run));
+    let alone: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let stored: Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(comparable(stored.clone()), comparable(alone), "the stored report is the run's");
+    // The summary columns are the report's summary.
+    let (cycles, ipc): (i64, f64) = c.query_row("SELECT cycles, ipc FROM runs WHERE policy = 'tpp' AND seed = '2'", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    assert_eq!(cycles as u64, stored["summary"]["cycles"].as_u64().unwrap());
+    assert_eq!(ipc, stored["summary"]["ipc"].as_f64().unwrap());
+    // Run again: nothing to do.
+    let again = sweep(&db, &["--axis", "policy=first-touch,tpp", "--axis", "seed=1,2"]);
+    assert!(text(&again).contains("4 already there, 0 run now"), "{}", text(&again));
+    // One job or two: the same figures.
+    let db1 = temp("sweep", "one-job.db");
+    assert!(sweep(&db1, &["--axis", "policy=first-touch,tpp", "--axis", "seed=1,2", "-j", "1"]).status.success());
+    let summaries = |db: &str| -> Vec<(String, Value)> {
+        let c = Connection::open(db).unwrap();
+        let mut s = c.prepare("SELECT key, report FROM runs ORDER BY key").unwrap();
+        s.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .unwrap()
+            .map(|r| {
+                let (k, rep) = r.unwrap();
+                (k, comparable(serde_json::from_str(&rep).unwrap()))
+            })
+            .collect()
+    };
+    assert_eq!(summaries(&db), summaries(&db1));
+}
+
+#[test]
+fn a_killed_sweep_finishes_with_nothing_lost_or_twice() {
+    let db = temp("sweep", "killed.db");
+    let args: Vec<String> = ["sweep", "--db", &db, "-j", "1", "--workload", "kv", "--footprint", "32MiB", "--refs", "1500000", "--axis", "policy=first-touch,tpp,lru,kstaled,nimble,all-fast"]
+        .map(String::from)
+        .to_vec();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tiersim")).args(&args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    // Kill it as soon as the first run is in the store.
+    let started = Instant::now();
+    loop {
+        let done = Connection::open(&db).ok().and_then(|c| c.query_row("SELECT count(*) FROM runs", [], |r| r.get::<_, i64>(0)).ok()).unwrap_or(0);
+        if done >= 1 || started.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = rows(&db);
+    assert!(!before.is_empty() && before.len() < 6, "killed after {} of 6 runs", before.len());
+    let out = Command::new(env!("CARGO_BIN_EXE_tiersim")).args(&args).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains(&format!("{} already there, {} run now", before.len(), 6 - before.len())), "{}", text(&out));
+    let after = rows(&db);
+    assert_eq!(after.len(), 6);
+    assert!(after.iter().all(|r| r.1 == "ok"));
+    for b in &before {
+        assert!(after.contains(b), "a run finished before the kill is kept as it was: {b:?}");
+    }
+}
+
+#[test]
+fn a_failed_run_is_recorded_and_the_others_go_on() {
+    let db = temp("sweep", "failed.db");
+    // 4 GiB of kv does not fit 1 GiB + 256 MiB of tiers: that run fails at set-up.
+    let args = |more: &[&'static str]| -> Vec<&str> {
+        let mut a = vec!["sweep", "--db", &db, "--workload", "kv", "--refs", "300000", "--set", "machine.tiers.slow.capacity=1GiB", "--set", "machine.tiers.fast.capacity=256MiB"];
+        a.extend(["--axis", "footprint=32MiB,4GiB", "--axis", "policy=first-touch,tpp"]);
+        a.extend_from_slice(more);
+        a
+    };
+    let out = tiersim(&args(&[]));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("2 of 4 runs failed"), "{}", text(&out));
+    let c = Connection::open(&db).unwrap();
+    let failed: Vec<(String, String)> = c
+        .prepare("SELECT footprint, error FROM runs WHERE status = 'failed'")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(failed.len(), 2);
+    assert!(failed.iter().all(|(f, e)| f == "4GiB" && e.contains("larger than all tiers")), "{failed:?}");
+    let ok: i64 = c.query_row("SELECT count(*) FROM runs WHERE status = 'ok' AND report IS NOT NULL", [], |r| r.get(0)).unwrap();
+    assert_eq!(ok, 2);
+    let list = tiersim(&args(&["--list"]));
+    assert!(text(&list).contains("4 runs: 2 done, 2 failed, 0 to run"), "{}", text(&list));
+}
+
+#[test]
+fn bad_input_stops_the_sweep_before_any_run() {
+    let db = temp("sweep", "bad.db");
+    for (axis, says) in [
+        ("polcy=tpp", "`polcy` is not a run option"),
+        ("policy=tpp,nope", "unknown policy `nope`"),
+        ("machine.tiers.fast.nope=1,2", "machine.tiers.fast.nope: unknown field"),
+    ] {
+        let out = sweep(&db, &["--axis", axis]);
+        assert_eq!(out.status.code(), Some(2), "{axis}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(err.contains(says), "{axis}: {err}");
+        assert!(!std::path::Path::new(&db).exists(), "no store is made for a bad spec");
+    }
+    let spec = temp("sweep", "bad.toml");
+    std::fs::write(&spec, "[run]\nworkload = \"kv\"\n[axes]\npolicy = [\"tpp\"]\nruns = 3\n").unwrap();
+    let out = tiersim(&["sweep", &spec]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.toml: axes.runs: `runs` is not a run option"), "{}", text(&out));
+    // A database of another schema, or a file that is not a store.
+    let old = temp("sweep", "old.db");
+    assert!(sweep(&old, &["--axis", "policy=first-touch"]).status.success());
+    Connection::open(&old).unwrap().execute("UPDATE meta SET value = '999' WHERE key = 'schema'", []).unwrap();
+    let out = sweep(&old, &["--axis", "policy=first-touch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("store schema 999; this tiersim"), "{}", text(&out));
+    let junk = temp("sweep", "junk.db");
+    std::fs::write(&junk, "not a database at all, just text that is long enough to have a header").unwrap();
+    let out = sweep(&junk, &["--axis", "policy=first-touch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("junk.db: not a SQLite database"), "{}", text(&out));
+    let out = tiersim(&["sweep", "--axis", "policy=tpp"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--db: needed"), "{}", text(&out));
+}
+
+#[test]
+fn a_spec_file_and_flags_make_the_same_runs() {
+    let spec = temp("sweep", "study.toml");
+    std::fs::write(
+        &spec,
+        "baseline = \"first-touch\"\n[run]\nworkload = \"kv\"\nfootprint = \"32MiB\"\nrefs = 300000\n[axes]\npolicy = [\"first-touch\", \"tpp\"]\n'machine.tiers.fast.capacity' = [\"25%\", \"50%\"]\n",
+    )
+    .unwrap();
+    let out = tiersim(&["sweep", &spec]);
+    assert!(out.status.success(), "{}", text(&out));
+    let db = spec.replace(".toml", ".db");
+    assert_eq!(rows(&db).len(), 4, "the store is the spec's path with .db");
+    // The same grid from flags is found done.
+    let out = tiersim(&["sweep", "--name", "study", "--db", &db, "--workload", "kv", "--footprint", "32MiB", "--refs", "300000", "--axis", "policy=first-touch,tpp", "--axis", "machine.tiers.fast.capacity=25%,50%"]);
+    assert!(text(&out).contains("4 already there, 0 run now"), "{}", text(&out));
+    let c = Connection::open(&db).unwrap();
+    let (spec_text, axes): (String, String) = c.query_row("SELECT spec, axes FROM sweeps WHERE name = 'study'", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    assert_eq!(axes, r#"["policy","machine.tiers.fast.capacity"]"#);
+    assert!(spec_text.contains("\"machine.tiers.fast.capacity\" = [\"25%\", \"50%\"]"), "{spec_text}");
+}
