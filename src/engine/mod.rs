@@ -33,6 +33,8 @@ use crate::report::{EpochRecord, Report, SamplingReport};
 use crate::trace::footprint::FootprintCheck;
 use crate::trace::{Access, Source};
 use anyhow::{bail, Result};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -334,19 +336,18 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     if sampled {
         machine.start_sampling();
     }
-    let mut active: Vec<usize> = Vec::new();
+    let mut active = Clocks::default();
     for (core, f) in feeds.iter_mut().enumerate() {
         if f.refill(levels)? {
-            active.push(core);
+            active.push(machine.cores()[core].clock, core);
         }
     }
-    while !active.is_empty() {
+    while let Some((core_clock, core)) = active.pop(&machine) {
         // The executor furthest behind goes next: a core, or a background thread with
         // work queued (ties go to cores, then to the lower index).
-        let (i, &core) = active.iter().enumerate().min_by_key(|&(_, &c)| (machine.cores()[c].clock, c)).expect("non-empty");
-        let core_clock = machine.cores()[core].clock;
         let thread = rt.threads.next_busy().filter(|&(clock, _)| clock < core_clock);
         if let Some((_, t)) = thread {
+            active.push(core_clock, core);
             // It runs until it passes the slowest core (or another thread).
             let others = rt.threads.next_busy_except(t).map_or(u64::MAX, |(c, _)| c);
             let limit = core_clock.min(others);
@@ -365,7 +366,7 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
             continue;
         }
         // The core runs until it passes the next executor (or the epoch end).
-        let next_other = active.iter().filter(|&&c| c != core).map(|&c| machine.cores()[c].clock).min().unwrap_or(u64::MAX);
+        let next_other = active.peek(&machine).map_or(u64::MAX, |(clock, _)| clock);
         let next_thread = rt.threads.next_busy().map_or(u64::MAX, |(clock, _)| clock);
         let limit = next_other.min(next_thread).min(next_epoch);
         let feed = &mut feeds[core];
@@ -384,11 +385,11 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         if let Some(e) = machine.take_error() {
             return Err(failed(e));
         }
-        if exhausted {
-            active.swap_remove(i);
+        if !exhausted {
+            active.push(machine.cores()[core].clock, core);
         }
         // Epoch boundaries the slowest core has crossed: one call for all of them.
-        let behind = active.iter().map(|&c| (machine.cores()[c].clock, c)).min();
+        let behind = active.peek(&machine);
         if let Some((clock, c)) = behind.filter(|&(clock, _)| clock >= next_epoch) {
             let crossed = (clock - next_epoch) / epoch + 1;
             let boundary = next_epoch + (crossed - 1) * epoch;
@@ -446,6 +447,47 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         report.sampling = Some(SamplingReport::new(sampled, refs_by_window, machine.cost_models(), windows));
     }
     Ok(report)
+}
+
+/// The cores with references left, by clock: a min-heap of (clock, core) in which
+/// a key may lag its core's clock, because a mechanism run by one core (a
+/// shootdown, a stall) can advance another's. Clocks never go back, so a lagging
+/// key is never above the truth: the entry on top is checked against its core's
+/// clock and, if it lags, put back with it, until the top is current. The order is
+/// then exactly that of (clock, core), as a scan of every core would give, at a
+/// cost logarithmic in the cores instead of linear.
+#[derive(Default)]
+struct Clocks(BinaryHeap<Reverse<(u64, usize)>>);
+
+impl Clocks {
+    fn push(&mut self, clock: u64, core: usize) {
+        self.0.push(Reverse((clock, core)));
+    }
+
+    /// Brings the top entry up to date.
+    fn settle<R: Redirect>(&mut self, m: &Machine<R>) {
+        while let Some(mut top) = self.0.peek_mut() {
+            let Reverse((key, core)) = *top;
+            let clock = m.cores()[core].clock;
+            debug_assert!(clock >= key, "core {core}'s clock went back from {key} to {clock}");
+            if clock == key {
+                return;
+            }
+            *top = Reverse((clock, core));
+        }
+    }
+
+    /// The core furthest behind (lowest clock, then lowest index) and its clock.
+    fn peek<R: Redirect>(&mut self, m: &Machine<R>) -> Option<(u64, usize)> {
+        self.settle(m);
+        self.0.peek().map(|r| r.0)
+    }
+
+    /// Takes the core furthest behind out.
+    fn pop<R: Redirect>(&mut self, m: &Machine<R>) -> Option<(u64, usize)> {
+        self.settle(m);
+        self.0.pop().map(|r| r.0)
+    }
 }
 
 /// A core's place in sampled mode's cycle of windows (module `machine::sampled`).
