@@ -17,7 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 #: Run options of the small runs (kv, 64 MiB, 2 M references: well under a second).
-RUN = {"workload": "kv", "footprint": "64MiB", "refs": 2_000_000}
+RUN: dict[str, Any] = {"workload": "kv", "footprint": "64MiB", "refs": 2_000_000}
 #: The same options as command-line flags.
 RUN_FLAGS = ["--workload", "kv", "--footprint", "64MiB", "--refs", "2000000"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -46,7 +47,7 @@ def test_a_report_read_from_the_cli_json_equals_the_run(tiersim_bin: Path, tmp_p
         ({"refs": 1.5}, "`refs` takes a string or a whole number"),
     ],
 )
-def test_bad_options_raise_value_error_naming_them(options: dict[str, object], message: str) -> None:
+def test_bad_options_raise_value_error_naming_them(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("`", ".")):
         tiersim.run(**{**RUN, **options})
 

@@ -60,7 +60,8 @@ def load(db: PathLike, sweep: str | None = None, reports: bool = False) -> pd.Da
     for axis in axes:
         frame[axis] = _numbers_if_all(frame[axis])
     if reports:
-        frame["report"] = [Report(json.loads(r)) if isinstance(r, str) else None for r in frame["report"]]
+        parsed = [Report(json.loads(r)) if isinstance(r, str) else None for r in frame["report"]]
+        frame["report"] = pd.Series(parsed, index=frame.index, dtype=object)
     return frame
 
 
