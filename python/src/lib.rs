@@ -134,7 +134,8 @@ fn run_options(text: &str, origin: &str) -> PyResult<String> {
 
 /// A flag that stops the runs it is given at their next epoch boundary (how a sweep
 /// interrupted by Ctrl-C stops its threads). Each flag lives as long as the process:
-/// the engine takes a `'static` flag, and a flag is a byte, made once per sweep.
+/// the engine takes a `'static` flag, and a flag is a byte, made once per sweep or
+/// `tiersim.run` call.
 #[pyclass(frozen, module = "tiersim._native")]
 struct StopFlag(&'static AtomicBool);
 

@@ -25,7 +25,7 @@ def cluster() -> Iterator[Any]:
 def test_a_dask_sweep_equals_the_local_sweep_and_resumes(cluster: Any, tmp_path: Path) -> None:
     with distributed.Client(cluster) as client:
         on_dask = tiersim.sweep(small_grid(), db=tmp_path / "dask.db", client=client)
-        assert on_dask.attrs == {"total": 4, "already": 0, "ran": 4, "failed": 0}
+        assert on_dask.attrs == {"db": str(tmp_path / "dask.db"), "total": 4, "already": 0, "ran": 4, "failed": 0}
         local = tiersim.sweep(small_grid(), db=tmp_path / "local.db", jobs=2)
         columns = ["seq", "policy", "seed", "status", *SUMMARY]
         assert on_dask[columns].equals(local[columns])
@@ -48,7 +48,7 @@ def test_the_cli_hands_a_sweep_over_to_a_dask_scheduler(cluster: Any, tiersim_bi
     args = ["sweep", "--db", str(db), *RUN_FLAGS, "--axis", "policy=first-touch,tpp", "--axis", "seed=1,2"]
     done = cli(tiersim_bin, *args, "--scheduler", cluster.scheduler_address)
     assert done.returncode == 0, done.stderr
-    assert "sweep sweep: 4 runs: 0 already there, 4 run now (0 failed)" in done.stdout
+    assert f"sweep sweep: 4 runs in {db}: 0 already there, 4 run now (0 failed)" in done.stdout
     local = tiersim.sweep(small_grid(), db=tmp_path / "local.db")
     on_dask = tiersim.load(db)
     columns = ["seq", "policy", "seed", "status", *SUMMARY]

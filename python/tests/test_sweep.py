@@ -22,7 +22,7 @@ def test_a_sweep_equals_the_cli_sweep_of_the_same_grid(tiersim_bin: Path, tmp_pa
     done = cli(tiersim_bin, "sweep", "--db", str(tmp_path / "cli.db"), *RUN_FLAGS, "--axis", "policy=first-touch,tpp", "--axis", "seed=1,2", "-j", "2")
     assert done.returncode == 0, done.stderr
     from_cli = tiersim.load(tmp_path / "cli.db")
-    assert py.attrs == {"total": 4, "already": 0, "ran": 4, "failed": 0}
+    assert py.attrs == {"db": str(tmp_path / "py.db"), "total": 4, "already": 0, "ran": 4, "failed": 0}
     assert list(py["policy"]) == ["first-touch", "first-touch", "tpp", "tpp"]
     assert list(py["seed"]) == [1, 2, 1, 2]
     assert (py["status"] == "ok").all()
@@ -37,12 +37,12 @@ def test_a_second_sweep_runs_nothing_and_a_lost_run_runs_again(tmp_path: Path) -
     db = tmp_path / "s.db"
     first = tiersim.sweep(small_grid(), db=db, jobs=2)
     again = tiersim.sweep(small_grid(), db=db, jobs=2)
-    assert again.attrs == {"total": 4, "already": 4, "ran": 0, "failed": 0}
+    assert again.attrs == {"db": str(db), "total": 4, "already": 4, "ran": 0, "failed": 0}
     assert again["finished"].equals(first["finished"]), "nothing was written again"
     # A sweep killed while run 2 was under way: its row was never written.
     sql(db, "DELETE FROM runs WHERE seq = 2")
     third = tiersim.sweep(small_grid(), db=db, jobs=2)
-    assert third.attrs == {"total": 4, "already": 3, "ran": 1, "failed": 0}
+    assert third.attrs == {"db": str(db), "total": 4, "already": 3, "ran": 1, "failed": 0}
     changed = third["finished"] != first["finished"]
     assert list(third["seq"][changed]) == [2]
     assert third[SUMMARY].equals(first[SUMMARY])
@@ -59,7 +59,7 @@ def test_a_failed_run_is_recorded_with_its_message_and_the_others_go_on(bad_trac
     assert frame["cycles"][:2].notna().all() and frame["cycles"][2:].isna().all()
     # Failed runs are not finished: the next sweep tries them again, and only them.
     with pytest.warns(RuntimeWarning):
-        assert tiersim.sweep(grid, db=db).attrs == {"total": 4, "already": 2, "ran": 2, "failed": 2}
+        assert tiersim.sweep(grid, db=db).attrs == {"db": str(db), "total": 4, "already": 2, "ran": 2, "failed": 2}
 
 
 @pytest.mark.parametrize(
@@ -119,7 +119,7 @@ def test_python_m_tiersim_sweep_runs_a_spec_and_reports_like_the_cli(tmp_path: P
     spec.write_text('[run]\nworkload = "kv"\nfootprint = "64MiB"\nrefs = 1_000_000\n[axes]\nseed = [1, 2]\n')
     done = subprocess.run([sys.executable, "-m", "tiersim", "sweep", str(spec)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("sweep s: 2 runs: 0 already there, 2 run now (0 failed) in ")
+    assert done.stdout.startswith(f"sweep s: 2 runs in {tmp_path / 's.db'}: 0 already there, 2 run now (0 failed) in ")
     assert "[2/2] seed=" in done.stderr
     wrong = subprocess.run([sys.executable, "-m", "tiersim", "sweep", str(tmp_path / "none.toml")], capture_output=True, text=True, timeout=60)
     assert (wrong.returncode, wrong.stderr) == (2, f"tiersim: {tmp_path / 'none.toml'}: no such spec file\n")

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     a = frame.attrs
     name = frame["sweep"].iloc[0] if len(frame) else args.spec.stem
     print(
-        f"sweep {name}: {a['total']} runs: {a['already']} already there, {a['ran']} run now ({a['failed']} failed) "
+        f"sweep {name}: {a['total']} runs in {a['db']}: {a['already']} already there, {a['ran']} run now ({a['failed']} failed) "
         f"in {time.perf_counter() - started:.0f} s"
     )
     failed = frame[frame["status"] != "ok"]

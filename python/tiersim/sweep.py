@@ -105,8 +105,8 @@ def sweep(
     Raises ``ValueError`` naming the axis, key, policy or preset when the grid is
     wrong, before any run starts and before the store is touched, and
     :class:`tiersim.StoreError` when ``db`` is not a tiersim store of this schema.
-    The returned frame's ``attrs`` hold ``total``, ``already`` (finished before),
-    ``ran`` and ``failed`` (of the runs done now).
+    The returned frame's ``attrs`` hold ``db`` (the store's path), ``total``,
+    ``already`` (finished before), ``ran`` and ``failed`` (of the runs done now).
     """
     checked = checked_grid(grid, name, baseline)
     path = Path(db) if db is not None else Path(checked.db) if checked.db is not None else Path("sweep.db")
@@ -128,7 +128,7 @@ def sweep(
     elif todo:
         _run_dask(todo, client, jobs, record)
     frame = load(path, checked.name)
-    frame.attrs.update(total=tally.total, already=tally.already, ran=tally.ran, failed=tally.failed)
+    frame.attrs.update(db=str(path), total=tally.total, already=tally.already, ran=tally.ran, failed=tally.failed)
     if tally.failed:
         warnings.warn(
             f"sweep {checked.name}: {tally.failed} of {tally.total} runs failed; their messages are in the `error` column "
