@@ -116,12 +116,7 @@ pub fn spec_of(args: &SweepArgs) -> Result<Spec> {
     if spec.db.is_none() {
         bail!("--db: needed when the sweep has no spec file");
     }
-    if let Some(b) = &spec.baseline {
-        let policies: Vec<&String> = spec.axes.iter().filter(|a| a.0 == "policy").flat_map(|a| a.1.iter().map(|v| &v.0)).collect();
-        if !policies.is_empty() && !policies.contains(&b) {
-            bail!("baseline: `{b}` is not a value of the policy axis ({})", policies.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
-        }
-    }
+    spec.check_baseline()?;
     Ok(spec)
 }
 

@@ -304,6 +304,17 @@ impl Spec {
         Ok(())
     }
 
+    /// Checks that the baseline, when the sweep has one and a policy axis, is one of
+    /// that axis's policies.
+    pub fn check_baseline(&self) -> Result<()> {
+        let Some(b) = &self.baseline else { return Ok(()) };
+        let policies: Vec<&str> = self.axes.iter().filter(|a| a.0 == "policy").flat_map(|a| a.1.iter().map(|v| v.0.as_str())).collect();
+        if !policies.is_empty() && !policies.contains(&b.as_str()) {
+            bail!("baseline: `{b}` is not a value of the policy axis ({})", policies.join(", "));
+        }
+        Ok(())
+    }
+
     /// The grid: every combination of axis values, first axis outermost.
     pub fn points(&self) -> Vec<Point> {
         let mut points = vec![Point { seq: 0, axes: Vec::new(), options: self.base.clone() }];
