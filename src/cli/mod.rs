@@ -1,5 +1,6 @@
-//! The command line: `demo`, `run`, `compare`, `policies`, `config`, and the trace
-//! commands `record` (in [`record`]), `convert` and `inspect` (in [`traces`]).
+//! The command line: `demo`, `run`, `compare`, `policies`, `config`, the trace
+//! commands `record` (in [`record`]), `convert` and `inspect` (in [`traces`]), and
+//! `report` (in [`report`]).
 //!
 //! Every command checks its output paths before it starts ([`output`]), and runs
 //! stop cleanly on Ctrl-C ([`interrupt`]).
@@ -7,6 +8,7 @@
 pub mod interrupt;
 mod output;
 mod record;
+mod report;
 mod traces;
 
 use crate::config::{Config, Sources, PRESETS};
@@ -74,6 +76,8 @@ pub enum Command {
     Convert(traces::ConvertArgs),
     /// Print a trace's statistics: footprint, references per page, hot pages per interval.
     Inspect(traces::InspectArgs),
+    /// Draw a run's JSON report (or compare's) as one self-contained HTML page with plots.
+    Report(report::ReportArgs),
 }
 
 /// Where the configuration comes from.
@@ -401,6 +405,7 @@ pub fn main(cli: Cli) -> Result<()> {
         Command::Record(args) => record::record(&args),
         Command::Convert(args) => traces::convert(&args),
         Command::Inspect(args) => traces::inspect(&args),
+        Command::Report(args) => report::report(&args),
     }
 }
 

@@ -1,7 +1,8 @@
 //! The report of a run: summary figures, per-core, per-TLB, per-cache and per-tier
 //! counters, mechanism counts, the policy's own figures and a per-epoch time series;
-//! written as JSON, CSV or a table.
+//! written as JSON, CSV or a table, and drawn as an HTML page ([`html`]).
 
+pub mod html;
 pub mod table;
 
 use crate::config::{Config, SampledConfig, WorkloadSlot};
