@@ -44,6 +44,11 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
             let v: Value = serde_json::from_str(&std::fs::read_to_string(r.dir.join("out.json")).unwrap()).unwrap();
             assert_eq!((v["policy"].as_str(), v["summary"]["references"].as_u64()), (Some("first-touch"), Some(REFS)));
         }),
+        ("report out.json -o report.html", &[], |r| {
+            let page = std::fs::read_to_string(r.dir.join("report.html")).unwrap();
+            assert!(page.contains("<title>tiersim run: first-touch on zipf</title>"), "{}", &page[..page.len().min(400)]);
+            assert_eq!(page.matches("<figure class=\"plot\"").count(), 5, "the five per-epoch panels");
+        }),
         ("compare --policies all-fast,first-touch,flat-static,all-slow", &[], |r| {
             for p in ["all-fast", "first-touch", "flat-static", "all-slow"] {
                 assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);

@@ -1,6 +1,7 @@
-//! The command line: `demo`, `run`, `compare`, `policies`, `config`, `sweep` (in
-//! [`sweep`]), and the trace commands `record` (in [`record`]), `convert` and
-//! `inspect` (in [`traces`]).
+//! The command line: `demo`, `run`, `compare`, `policies`, `config`, the trace
+//! commands `record` (in [`record`]), `convert` and `inspect` (in [`traces`]), the
+//! studies `sweep` (in [`sweep`]) and `reproduce` (in [`reproduce`]), and `report`
+//! (in [`report`]).
 //!
 //! Every command checks its output paths before it starts ([`output`]), and runs
 //! stop cleanly on Ctrl-C ([`interrupt`]).
@@ -9,6 +10,7 @@ pub mod interrupt;
 mod output;
 mod dask;
 mod record;
+mod report;
 pub mod reproduce;
 pub mod sweep;
 mod traces;
@@ -83,6 +85,8 @@ pub enum Command {
     Sweep(sweep::SweepArgs),
     /// Run a paper's documented matrix and print our figures beside the paper's.
     Reproduce(reproduce::ReproduceArgs),
+    /// Draw a run's JSON report (or compare's) as one self-contained HTML page with plots.
+    Report(report::ReportArgs),
 }
 
 /// Where the configuration comes from.
@@ -412,6 +416,7 @@ pub fn main(cli: Cli) -> Result<()> {
         Command::Inspect(args) => traces::inspect(&args),
         Command::Sweep(args) => sweep::sweep(&args),
         Command::Reproduce(args) => reproduce::reproduce(&args),
+        Command::Report(args) => report::report(&args),
     }
 }
 

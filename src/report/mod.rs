@@ -1,7 +1,8 @@
 //! The report of a run: summary figures, per-core, per-TLB, per-cache and per-tier
 //! counters, mechanism counts, the policy's own figures and a per-epoch time series;
-//! written as JSON, CSV or a table.
+//! written as JSON, CSV or a table, and drawn as an HTML page ([`html`]).
 
+pub mod html;
 pub mod table;
 
 use crate::config::{Config, SampledConfig, WorkloadSlot};
@@ -111,8 +112,32 @@ pub struct EpochRecord {
     pub moved_bytes: u64,
     /// Share of the data frames that live in the fast tier at the end of the epoch.
     pub fast_resident_fraction: f64,
+    /// Each tier's traffic during the epoch, fastest first.
+    pub tiers: Vec<EpochTier>,
     #[serde(skip)]
     cum: [u64; 6],
+}
+
+/// One tier's traffic during an epoch.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EpochTier {
+    /// Bytes of demand traffic (loads, walks, write-backs), as the tier's `reads` and
+    /// `writes` count it.
+    pub demand_bytes: u64,
+    /// Bytes of mechanism traffic (copies, page-table scans, flush write-backs,
+    /// metadata), as the tier's `mechanism_bytes`.
+    pub mechanism_bytes: u64,
+    /// Both together over the epoch's simulated time, in GB/s (bytes per ns, as the
+    /// tiers' `channel_gbps`).
+    pub bandwidth_gbps: f64,
+    /// Demand accesses the tier served (LLC misses of loads, stores and walks).
+    pub demand_accesses: u64,
+    /// Their average latency, queueing included, in ns (as the tier's `amat_ns`).
+    pub amat_ns: f64,
+    /// Totals since the start: demand bytes, mechanism bytes, demand accesses and
+    /// their latency in cycles.
+    #[serde(skip)]
+    cum: [u64; 4],
 }
 
 /// Every page move so far: the pages and bytes of migrations (one per page migrated,
@@ -140,6 +165,23 @@ impl EpochRecord {
         let cycles = end.saturating_sub(last.end_cycle).max(1);
         let data: Vec<u64> = TierId::first(n).map(|t| m.space().data_frames_in(t)).collect();
         let total: u64 = data.iter().sum();
+        let ghz = m.cfg().freq_ghz;
+        let tier_records = TierId::first(n)
+            .map(|t| {
+                let (s, d) = (tiers.get(t).stats(), tiers.demand(t));
+                let cum = [s.read_bytes() + s.written_bytes(), s.mechanism_bytes(), d.accesses, d.latency_cycles];
+                let before = last.tiers.get(t.index()).map_or([0; 4], |e| e.cum);
+                let [demand_bytes, mechanism_bytes, accesses, latency_cycles] = std::array::from_fn(|i| cum[i] - before[i]);
+                EpochTier {
+                    demand_bytes,
+                    mechanism_bytes,
+                    bandwidth_gbps: (demand_bytes + mechanism_bytes) as f64 * ghz / cycles as f64,
+                    demand_accesses: accesses,
+                    amat_ns: ratio(latency_cycles, accesses) / ghz,
+                    cum,
+                }
+            })
+            .collect();
         let rec = EpochRecord {
             end_cycle: end,
             references: d[0],
@@ -149,6 +191,7 @@ impl EpochRecord {
             page_moves: d[4],
             moved_bytes: d[5],
             fast_resident_fraction: ratio(data[0], total),
+            tiers: tier_records,
             cum,
         };
         *last = rec.clone();
