@@ -7,6 +7,9 @@
 //! reads the finished runs ([`Results`]) into [`Row`]s. Add a paper by writing its
 //! file and adding it to [`PAPERS`].
 
+mod memos;
+mod rainbow;
+mod spar;
 mod thermostat;
 
 use super::spec::Spec;
@@ -31,7 +34,7 @@ pub struct Paper {
 }
 
 /// Every paper `reproduce` knows.
-pub const PAPERS: &[&Paper] = &[&thermostat::PAPER];
+pub const PAPERS: &[&Paper] = &[&thermostat::PAPER, &memos::PAPER, &rainbow::PAPER, &spar::PAPER];
 
 /// The paper named `name`; the error lists the known ones.
 pub fn paper(name: &str) -> Result<&'static Paper> {
@@ -90,6 +93,17 @@ impl Results {
             .filter(|r| axes.iter().all(|(k, v)| r.axes.iter().any(|(a, b)| a == k && b == v)))
             .find_map(|r| r.report.as_ref())
     }
+
+    /// The values of axis `axis` of sweep `sweep`, as its stored spec lists them
+    /// (whether their runs finished or not), in order.
+    pub fn axis_values(&self, sweep: &str, axis: &str) -> Vec<String> {
+        self.sweeps
+            .iter()
+            .filter(|(s, _)| s.name == sweep)
+            .filter_map(|(s, _)| Spec::parse(&s.spec, &s.name, &s.name).ok())
+            .flat_map(|spec| spec.axes.into_iter().filter(|(k, _)| k == axis).flat_map(|(_, values)| values.into_iter().map(|v| v.0)))
+            .collect()
+    }
 }
 
 /// A number of a report by its JSON pointer (`/summary/cycles`).
@@ -116,6 +130,12 @@ pub fn cycle_at_reference(r: &Value, refs: f64) -> f64 {
 /// `x` with `digits` decimals and a unit.
 pub fn fmt(x: f64, digits: usize, unit: &str) -> String {
     format!("{x:.digits$}{unit}")
+}
+
+/// `x` as a signed change in % with `digits` decimals, with the minus sign (−) the
+/// papers print.
+pub fn signed_pct(x: f64, digits: usize) -> String {
+    format!("{x:+.digits$} %").replacen('-', "−", 1)
 }
 
 /// The table as aligned text.
@@ -156,6 +176,8 @@ mod tests {
 
     #[test]
     fn the_table_lines_up() {
+        assert_eq!(signed_pct(-4.54, 1), "−4.5 %");
+        assert_eq!(signed_pct(2.0, 2), "+2.00 %");
         let rows = vec![Row::new("§1", "a", "3 %", Some("2.9 %".into())), Row::new("§5.1, Fig. 11", "longer figure", "< 30 MB/s", None)];
         let t = table_text(&rows);
         let lines: Vec<&str> = t.lines().collect();

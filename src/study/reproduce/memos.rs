@@ -1,0 +1,297 @@
+//! memos (Liu et al., "memos: a full hierarchy hybrid memory management framework")
+//! on the memos preset (docs/policies/memos.md, "Measured"): DRAM and NVM channels
+//! side by side, 64 MiB footprints per program, every page born in NVM (§7.1), memos
+//! beside DRAM-only (`all-fast`), NVM-only (`all-slow`), channel interleaving (the
+//! paper's baseline, §7.1 footnote 4) and, with two programs, vertical cache-bank
+//! colouring (§7.3); on `kv` alone also memos' sensitivity to its parameters.
+//!
+//! memos' periods run 5 times faster than its defaults (a sampling every 5 ms, a
+//! round every 4 s), so that a run of about 16 simulated seconds sees 4 rounds: at the
+//! paper's time scale a run needs about 9 minutes of wall time per program.
+
+use super::{fmt, number, signed_pct, spec, Paper, Results, Row};
+use crate::study::Spec;
+use serde_json::Value;
+
+pub const PAPER: Paper = Paper {
+    name: "memos",
+    title: "memos: a full hierarchy hybrid memory management framework (Liu et al.)",
+    doc: "docs/policies/memos.md",
+    sweeps,
+    setting,
+    table,
+};
+
+/// The sets of programs: name, what runs (one program per core), references per core
+/// for the full matrix (about 16 simulated seconds under interleave), whether the
+/// quick matrix runs it, and whether `cache-bank-colouring` runs too (it partitions
+/// between programs, so only with two).
+const SETS: &[(&str, &str, u64, bool, bool)] = &[
+    ("kv", r#"workload = "kv""#, 2_240_000_000, true, false),
+    ("gups-chase", r#"mix = "gups,chase""#, 212_000_000, false, true),
+    ("kv-stream", r#"mix = "kv,stream""#, 1_650_000_000, false, true),
+];
+
+/// memos' sensitivity on `kv`: the parameter, the values run beside its default,
+/// where the paper discusses it and what it says.
+const SENSITIVITY: &[(&str, &[&str], &str, &str)] = &[
+    ("k_len", &["1", "5"], "§3.2, Fig. 4", "K_Len not given (ours 3)"),
+    ("hot_share", &["0.3", "0.7"], "§4.2", "hot: \"most of samplings\" (ours 0.5)"),
+    ("thrash_max_gap", &["0"], "§3.3, §7.2", "a slab for thrashing pages cuts LLC misses"),
+    ("dma_demotions", &["false"], "§6.3", "DMA migration cuts the overhead further"),
+];
+
+/// The quick matrix runs the full one's references per core divided by this.
+const QUICK_REFS: u64 = 4;
+
+/// memos' time scale: the sampling period and the round, in the full matrix (the
+/// defaults divided by 5) and the quick one (divided by 20, with a quarter of the
+/// references: 4 rounds either way).
+fn periods(quick: bool) -> (f64, f64) {
+    if quick {
+        (1.25, 1.0)
+    } else {
+        (5.0, 4.0)
+    }
+}
+
+fn run_text(programs: &str, refs: u64, quick: bool) -> String {
+    let (sampling_ms, round_s) = periods(quick);
+    format!(
+        r#"[run]
+preset = "memos"
+{programs}
+footprint = "64MiB"
+refs = {refs}
+set.'policy.memos.sampling_interval_ms' = {sampling_ms}
+set.'policy.memos.interval_s' = {round_s}
+"#
+    )
+}
+
+fn sweeps(quick: bool) -> Vec<Spec> {
+    let mut specs = Vec::new();
+    for &(name, programs, full_refs, in_quick, colouring) in SETS {
+        if quick && !in_quick {
+            continue;
+        }
+        let refs = if quick { full_refs / QUICK_REFS } else { full_refs };
+        let colouring = if colouring { r#", "cache-bank-colouring""# } else { "" };
+        let text = format!(
+            "baseline = \"interleave\"\n{}[axes]\npolicy = [\"all-fast\", \"all-slow\", \"interleave\", \"memos\"{colouring}]\n",
+            run_text(programs, refs, quick)
+        );
+        specs.push(spec(name, &text));
+        if name == "kv" && !quick {
+            for (key, values, _, _) in SENSITIVITY {
+                let text = format!("{}policy = \"memos\"\n[axes]\n'policy.memos.{key}' = [{}]\n", run_text(programs, refs, quick), values.join(", "));
+                specs.push(spec(&format!("kv-{key}"), &text));
+            }
+        }
+    }
+    specs
+}
+
+fn setting(quick: bool) -> &'static str {
+    if quick {
+        "--quick: kv alone (no two-program sets, so no cache-bank-colouring) and no sensitivity runs; memos' periods divided by 20 (a sampling every 1.25 ms, \
+         a round every 1 s) over a quarter of the full matrix's references (about 4 simulated s, 4 rounds), so SysMon's scans take about 4 times the full \
+         matrix's share of the run and a page is seen in fewer samplings. \
+         The paper: SPEC, Memcached and Redis on 4 GB of DRAM beside 4–16 GB of NVM, 20 s rounds, runs of minutes; here 64 MiB per program, every page born in NVM."
+    } else {
+        "memos' periods divided by 5 (a sampling every 5 ms, a round every 4 s), about 16–21 simulated s per run (4 rounds); 64 MiB per program, every page born in NVM; \
+         the paper: SPEC, Memcached and Redis on 4 GB of DRAM beside 4–16 GB of NVM, 20 s rounds, runs of minutes. Fig. 17's gain is measured with DRAM in all \
+         channels and many programs injected over time, which we do not run."
+    }
+}
+
+/// Figure `key` of tier `i` of run `r` (0 when the run has no such tier).
+fn tier(r: &Value, i: usize, key: &str) -> f64 {
+    r["tiers"][i][key].as_f64().unwrap_or(0.0)
+}
+
+/// Instructions per simulated second over all cores.
+fn throughput(r: &Value) -> Option<f64> {
+    Some(number(r, "/summary/instructions")? / number(r, "/summary/seconds")?)
+}
+
+/// `a` against `b` as a signed change in %, or `None` when `b` is zero.
+fn change_pct(a: f64, b: f64) -> Option<f64> {
+    (b != 0.0).then(|| (a / b - 1.0) * 100.0)
+}
+
+fn signed(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), |x| signed_pct(x, 1))
+}
+
+/// The passes of memos' per-pass series that end after its first round.
+fn passes_after_first_round(m: &Value) -> Vec<usize> {
+    let round_s = number(m, "/config/policy/memos/interval_s").unwrap_or(0.0);
+    let ends = m["policy_report"]["series"]["end_s"].as_array().cloned().unwrap_or_default();
+    (0..ends.len()).filter(|&i| ends[i].as_f64().unwrap_or(0.0) > round_s).collect()
+}
+
+/// The sum over passes `at` of channel `ch`'s entry in series `name`.
+fn series_sum(m: &Value, name: &str, ch: usize, at: &[usize]) -> f64 {
+    at.iter().map(|&i| m["policy_report"]["series"][name][i][ch].as_f64().unwrap_or(0.0)).sum()
+}
+
+/// The time the migration thread spends on one locked CPU move, in µs.
+fn cpu_move_us(m: &Value) -> Option<f64> {
+    let ghz = number(m, "/config/machine/freq_ghz")?;
+    let t = &m["threads"][1];
+    let ops = t["ops_done"].as_f64()?;
+    (ops > 0.0).then(|| t["busy_cycles"].as_f64().unwrap_or(0.0) / ops / ghz / 1e3)
+}
+
+fn table(res: &Results) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for &(set, _, _, _, _) in SETS {
+        if !res.sweeps.iter().any(|(s, _)| s.name == set) {
+            continue;
+        }
+        let run = |p: &str| res.find(set, &[("policy", p)]);
+        let (m, base, slow, fast, colouring) = (run("memos"), run("interleave"), run("all-slow"), run("all-fast"), run("cache-bank-colouring"));
+        let both = m.zip(base);
+        let dram_share = |r: &Value, key: &str| {
+            let (a, b) = (tier(r, 0, key), tier(r, 1, key));
+            (a + b > 0.0).then(|| a / (a + b) * 100.0)
+        };
+        rows.push(Row::new(
+            "§7.1",
+            format!("{set}: DRAM's share of the writes, memos (interleave)"),
+            "83.2 % of writes moved to DRAM",
+            both.and_then(|(m, b)| Some(format!("{} ({})", fmt(dram_share(m, "writes")?, 1, " %"), fmt(dram_share(b, "writes")?, 1, " %")))),
+        ));
+        rows.push(Row::new(
+            "§7.1",
+            format!("{set}: NVM lifetime (Start-Gap), memos vs interleave"),
+            "×40 on average (up to ×500)",
+            both.and_then(|(m, b)| {
+                let (a, b) = (tier(m, 1, "start_gap_lifetime_years"), tier(b, 1, "start_gap_lifetime_years"));
+                (b > 0.0).then(|| format!("×{:.2}", a / b))
+            }),
+        ));
+        rows.push(Row::new(
+            "§7.1, Fig. 14",
+            format!("{set}: memory AMAT, memos vs NVM-only"),
+            "−79.6 %",
+            m.zip(slow).and_then(|(m, s)| {
+                let (a, b) = (number(m, "/summary/amat_ns")?, number(s, "/summary/amat_ns")?);
+                let dram = fast.and_then(|f| number(f, "/summary/amat_ns")).map_or_else(|| "not run".into(), |d| fmt(d, 1, " ns"));
+                Some(format!("{a:.1} vs {b:.1} ns: {} (DRAM-only {dram})", signed(change_pct(a, b))))
+            }),
+        ));
+        rows.push(Row::new(
+            "§7.1, Fig. 14",
+            format!("{set}: NVM dynamic energy, memos vs NVM-only"),
+            "−77.2 %",
+            m.zip(slow).map(|(m, s)| {
+                let (a, b) = (tier(m, 1, "dynamic_energy_j"), tier(s, 1, "dynamic_energy_j"));
+                format!("{a:.1} vs {b:.1} J: {}", signed(change_pct(a, b)))
+            }),
+        ));
+        let later = m.map(passes_after_first_round).unwrap_or_default();
+        rows.push(Row::new(
+            "§7.1, Fig. 13",
+            format!("{set}: memos' sampled HOT/COLD and WD/RD, DRAM vs NVM channel, passes after the first round"),
+            "higher in DRAM (HOT/COLD 85.4 %, WD/RD 83.2 %)",
+            m.filter(|_| !later.is_empty()).map(|m| {
+                let rate = |num: &str, den: &str, ch: usize| {
+                    let d = series_sum(m, den, ch, &later);
+                    if d > 0.0 {
+                        format!("{:.2}", series_sum(m, num, ch, &later) / d)
+                    } else {
+                        "-".into()
+                    }
+                };
+                format!("HOT/COLD {} vs {}, WD/RD {} vs {}", rate("hot", "cold", 0), rate("hot", "cold", 1), rate("writes", "reads", 0), rate("writes", "reads", 1))
+            }),
+        ));
+        rows.push(Row::new(
+            "§7.2, Fig. 15",
+            format!("{set}: SD of active pages per NVM bank, memos' first pass → mean after the first round"),
+            "−60–70 %",
+            m.filter(|_| !later.is_empty()).and_then(|m| {
+                let first = m["policy_report"]["series"]["bank_sd"][0][1].as_f64()?;
+                let after = series_sum(m, "bank_sd", 1, &later) / later.len() as f64;
+                Some(format!("{first:.1} → {after:.1} ({})", signed(change_pct(after, first))))
+            }),
+        ));
+        rows.push(Row::new(
+            "§7.2",
+            format!("{set}: LLC misses, memos vs interleave"),
+            "−27.4 % (against cache hashing)",
+            both.and_then(|(m, b)| Some(signed(change_pct(number(m, "/summary/llc_mpki")?, number(b, "/summary/llc_mpki")?)))),
+        ));
+        rows.push(Row::new(
+            "§7.2, Fig. 16",
+            format!("{set}: NVM reads / writes, memos vs interleave"),
+            "−42 % / −50 %",
+            both.map(|(m, b)| format!("{} / {}", signed(change_pct(tier(m, 1, "reads"), tier(b, 1, "reads"))), signed(change_pct(tier(m, 1, "writes"), tier(b, 1, "writes"))))),
+        ));
+        let gain = |r: Option<&Value>| r.zip(base).and_then(|(r, b)| change_pct(throughput(r)?, throughput(b)?));
+        let ours = m.zip(base).map(|_| match colouring {
+            Some(c) => format!("{} (cache-bank-colouring {})", signed(gain(m)), signed(gain(Some(c)))),
+            None => signed(gain(m)),
+        });
+        rows.push(Row::new("§7.3, Fig. 17", format!("{set}: throughput vs interleave, memos"), "+19.1 % (7.3 % above the best other scheme)", ours));
+        rows.push(Row::new("§7.4", format!("{set}: a locked CPU move of 4 KiB, migration thread's time"), "3 µs", m.and_then(cpu_move_us).map(|us| fmt(us, 2, " µs"))));
+        rows.push(Row::new(
+            "§7.4",
+            format!("{set}: SysMon's clearing scans, share of the run"),
+            "overhead < 8 % on average",
+            m.and_then(|m| Some(m["threads"][0]["busy_cycles"].as_f64()? / number(m, "/summary/cycles")? * 100.0)).map(|p| fmt(p, 1, " %")),
+        ));
+    }
+    rows.extend(sensitivity_rows(res));
+    rows
+}
+
+/// Throughput and LLC misses against interleave, and pages moved, of a `kv` run.
+fn against_interleave(r: &Value, base: &Value) -> Option<String> {
+    let t = throughput(r)? / throughput(base)?;
+    let llc = number(r, "/summary/llc_mpki")? / number(base, "/summary/llc_mpki")?;
+    Some(format!("throughput ×{t:.3}, LLC misses ×{llc:.3}, {:.0} moves", number(r, "/summary/migrations")?))
+}
+
+/// The rows of memos' sensitivity on `kv`, each beside the default's figures.
+fn sensitivity_rows(res: &Results) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let base = res.find("kv", &[("policy", "interleave")]);
+    let default = res.find("kv", &[("policy", "memos")]).zip(base).and_then(|(m, b)| against_interleave(m, b));
+    for (key, values, section, claim) in SENSITIVITY {
+        let sweep = format!("kv-{key}");
+        if !res.sweeps.iter().any(|(s, _)| s.name == sweep) {
+            continue;
+        }
+        for v in *values {
+            let axis = format!("policy.memos.{key}");
+            let run = res.find(&sweep, &[(axis.as_str(), v)]);
+            let ours = run.zip(base).and_then(|(r, b)| against_interleave(r, b)).map(|o| format!("{o} (default: {})", default.as_deref().unwrap_or("not run")));
+            rows.push(Row::new(section, format!("kv, memos with {key} = {v}"), claim, ours));
+        }
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_full_matrix_is_the_docs() {
+        let specs = sweeps(false);
+        let runs: Vec<(String, usize)> = specs.iter().map(|s| (s.name.clone(), s.points().len())).collect();
+        let names = ["kv", "kv-k_len", "kv-hot_share", "kv-thrash_max_gap", "kv-dma_demotions", "gups-chase", "kv-stream"];
+        assert_eq!(runs, names.iter().zip([4, 2, 2, 1, 1, 5, 5]).map(|(n, r)| (n.to_string(), r)).collect::<Vec<_>>());
+        let kv = specs[0].points();
+        let memos = kv.iter().find(|p| p.options["policy"] == "memos").expect("memos");
+        assert_eq!(memos.options["policy.memos.sampling_interval_ms"], "5");
+        assert_eq!(memos.options["policy.memos.interval_s"], "4");
+        assert_eq!(memos.options["refs"], "2240000000");
+        let dma = specs[4].points();
+        assert_eq!(dma[0].options["policy.memos.dma_demotions"], "false");
+        assert_eq!(specs[6].points()[0].options["mix"], "kv,stream");
+    }
+}

@@ -1,0 +1,203 @@
+//! Rainbow (Wang et al., "Supporting superpages and lightweight page migration in
+//! hybrid memory systems") against the policies of its §IV-A — Flat-static,
+//! HSCC-4KB-mig, HSCC-2MB-mig and DRAM-only — on the Table IV machine scaled down
+//! (docs/policies/rainbow.md, "Measured"): 256 MiB of DRAM beside 4 GiB of PCM (the
+//! preset's 1:8 kept), 1 GiB footprints, 2·10^7 references, intervals of 10^8 cycles.
+
+use super::{fmt, number, signed_pct, spec, Paper, Results, Row};
+use crate::study::Spec;
+use serde_json::Value;
+
+pub const PAPER: Paper = Paper {
+    name: "rainbow",
+    title: "Rainbow: supporting superpages and lightweight page migration in hybrid memory systems (Wang et al.)",
+    doc: "docs/policies/rainbow.md",
+    sweeps,
+    setting,
+    table,
+};
+
+/// The sweep's name.
+const SWEEP: &str = "rainbow";
+
+/// The workloads of the full matrix, in the doc's order.
+const WORKLOADS: &[&str] = &["gups", "hotspot", "zipf", "uniform", "graph-bfs", "kv", "spmv-cg", "pagerank", "gemm", "stream", "seqscan", "chase"];
+
+/// The workloads of `--quick`: none of the graphs and matrices, whose inputs take
+/// longest to build; hotspot is where remapping costs Rainbow most.
+const QUICK_WORKLOADS: &[&str] = &["gups", "hotspot", "zipf", "kv", "stream"];
+
+/// The policies, baseline first (§IV-A: Flat-static, HSCC-4KB-mig, HSCC-2MB-mig,
+/// Rainbow, DRAM-only).
+const POLICIES: &[&str] = &["flat-static", "hscc-4k", "hscc-2m", "rainbow", "all-fast"];
+
+fn sweeps(quick: bool) -> Vec<Spec> {
+    let (workloads, refs) = if quick { (QUICK_WORKLOADS, 10_000_000) } else { (WORKLOADS, 20_000_000) };
+    let list = |v: &[&str]| v.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(", ");
+    let text = format!(
+        r#"baseline = "flat-static"
+[run]
+preset = "rainbow"
+footprint = "1GiB"
+refs = {refs}
+set.'machine.tiers.fast.capacity' = "256MiB"
+set.'machine.tiers.slow.capacity' = "4GiB"
+[axes]
+workload = [{}]
+policy = [{}]
+"#,
+        list(workloads),
+        list(POLICIES)
+    );
+    vec![spec(SWEEP, &text)]
+}
+
+fn setting(quick: bool) -> &'static str {
+    if quick {
+        "--quick: gups, hotspot, zipf, kv and stream only, 10^7 references per run (10–25 intervals) instead of 2·10^7 on 12 workloads. \
+         Both: Table IV's machine with 256 MiB of DRAM and 4 GiB of PCM instead of 4 GB and 32 GB, 1 GiB footprints (graphs round to 576 MiB) instead of \
+         SPEC, PARSEC, PBBS, Graph500, Linpack, NPB-CG and GUPS; the paper's averages are over its applications, ours over our workloads."
+    } else {
+        "Table IV's machine with 256 MiB of DRAM and 4 GiB of PCM instead of 4 GB and 32 GB, 1 GiB footprints (graph-bfs and pagerank round to 576 MiB), \
+         2·10^7 references per run (20–60 intervals of 10^8 cycles), our 12 workloads instead of SPEC, PARSEC, PBBS, Graph500, Linpack, NPB-CG and GUPS; \
+         the paper's averages are over its applications, ours over our workloads."
+    }
+}
+
+/// `what` of every workload that has it, with the workload.
+fn per_workload<'a>(res: &'a Results, workloads: &[String], what: impl Fn(&dyn Fn(&str) -> Option<&'a Value>) -> Option<f64>) -> Vec<(String, f64)> {
+    workloads
+        .iter()
+        .filter_map(|w| {
+            let run = |p: &str| res.find(SWEEP, &[("workload", w.as_str()), ("policy", p)]);
+            what(&run).map(|x| (w.clone(), x))
+        })
+        .collect()
+}
+
+/// The mean of `v`'s figures as a signed change in % (`v` holds ratios), with how many
+/// workloads it covers and the extremes.
+fn mean_change(v: &[(String, f64)]) -> Option<String> {
+    if v.is_empty() {
+        return None;
+    }
+    let mean = v.iter().map(|x| x.1).sum::<f64>() / v.len() as f64;
+    let lo = v.iter().fold(&v[0], |a, b| if b.1 < a.1 { b } else { a });
+    let hi = v.iter().fold(&v[0], |a, b| if b.1 > a.1 { b } else { a });
+    let pct = |ratio: f64| signed_pct((ratio - 1.0) * 100.0, 1);
+    Some(format!("{} over {} workloads ({} {} … {} {})", pct(mean), v.len(), lo.0, pct(lo.1), hi.0, pct(hi.1)))
+}
+
+/// The mean of `v`'s figures (shares, as fractions) in %, with the extremes.
+fn mean_share(v: &[(String, f64)]) -> Option<String> {
+    if v.is_empty() {
+        return None;
+    }
+    let mean = v.iter().map(|x| x.1).sum::<f64>() / v.len() as f64;
+    let hi = v.iter().fold(&v[0], |a, b| if b.1 > a.1 { b } else { a });
+    Some(format!("{:.1} % on average ({} {:.1} % at most)", mean * 100.0, hi.0, hi.1 * 100.0))
+}
+
+fn ipc(r: &Value) -> Option<f64> {
+    number(r, "/summary/ipc")
+}
+
+fn table(res: &Results) -> Vec<Row> {
+    let workloads = res.axis_values(SWEEP, "workload");
+    let mut rows = Vec::new();
+    for w in &workloads {
+        let run = |p: &str| res.find(SWEEP, &[("workload", w.as_str()), ("policy", p)]);
+        let flat = run("flat-static").and_then(ipc);
+        let cells: Vec<String> = POLICIES[1..].iter().map(|p| run(p).and_then(ipc).zip(flat).map_or_else(|| "-".into(), |(a, b)| fmt(a / b, 3, ""))).collect();
+        rows.push(Row::new(
+            "§IV-C, Fig. 10",
+            format!("{w}: IPC vs flat-static, hscc-4k / hscc-2m / rainbow / all-fast"),
+            "Rainbow above both HSCCs, below DRAM-only",
+            flat.map(|_| cells.join(" / ")),
+        ));
+        let moved: Vec<String> = ["hscc-4k", "hscc-2m", "rainbow"]
+            .iter()
+            .map(|p| run(p).and_then(|r| number(r, "/summary/migration_to_footprint")).map_or_else(|| "-".into(), |x| fmt(x, 3, "")))
+            .collect();
+        rows.push(Row::new("§IV-D, Fig. 11", format!("{w}: migration traffic / footprint, hscc-4k / hscc-2m / rainbow"), "HSCC-2MB the most", Some(moved.join(" / "))));
+    }
+    let ipc_vs = |other: &'static str| {
+        per_workload(res, &workloads, move |run| Some(ipc(run("rainbow")?)? / ipc(run(other)?)?))
+    };
+    rows.push(Row::new("§IV-C, Fig. 10", "rainbow's IPC over flat-static, mean of the workloads' ratios", "+72.7 %", mean_change(&ipc_vs("flat-static"))));
+    rows.push(Row::new("§IV-C, Fig. 10", "rainbow's IPC over hscc-4k", "+22.8 % (up to 2.9×)", mean_change(&ipc_vs("hscc-4k"))));
+    rows.push(Row::new("§IV-C, Fig. 10", "rainbow's IPC over hscc-2m", "+17.3 %", mean_change(&ipc_vs("hscc-2m"))));
+    rows.push(Row::new(
+        "§IV-C, Fig. 10",
+        "all-fast (DRAM-only, 2 MiB pages) over rainbow",
+        "+14.0 %",
+        mean_change(&per_workload(res, &workloads, |run| Some(ipc(run("all-fast")?)? / ipc(run("rainbow")?)?))),
+    ));
+    rows.push(Row::new(
+        "§IV-B, Fig. 7–8",
+        "TLB misses per kilo-instruction, rainbow vs hscc-4k",
+        "−99.8 % on average",
+        mean_change(&per_workload(res, &workloads, |run| {
+            let base = number(run("hscc-4k")?, "/summary/tlb_mpki")?;
+            (base > 0.0).then_some(number(run("rainbow")?, "/summary/tlb_mpki")? / base)
+        })),
+    ));
+    rows.push(Row::new(
+        "§IV-B, Fig. 9",
+        "rainbow: address translation, share of the cycles",
+        "12 % on average",
+        mean_share(&per_workload(res, &workloads, |run| number(run("rainbow")?, "/breakdown/translation_cycles/share_of_cycles"))),
+    ));
+    rows.push(Row::new(
+        "§IV-B, Fig. 9",
+        "rainbow: remapping (a 4 KiB TLB miss to a copied page), share of the translation cycles",
+        "1.4 % on average",
+        mean_share(&per_workload(res, &workloads, |run| {
+            let r = run("rainbow")?;
+            let translation = number(r, "/breakdown/translation_cycles/share_of_cycles")? * number(r, "/summary/cycles")?;
+            (translation > 0.0).then_some(number(r, "/breakdown/translation_cycles/remapping")? / translation)
+        })),
+    ));
+    rows.push(Row::new(
+        "§IV-G, Fig. 15",
+        "rainbow: runtime overhead (remapping, bitmap cache, migration, shootdown, clflush), share of the cycles",
+        "9.8 % on average",
+        mean_share(&per_workload(res, &workloads, |run| number(run("rainbow")?, "/breakdown/overhead_cycles/share_of_cycles"))),
+    ));
+    rows.push(Row::new(
+        "§IV-D, Fig. 11",
+        "rainbow's migration traffic vs hscc-2m, where hscc-2m migrates",
+        "−50 % on average",
+        mean_change(&per_workload(res, &workloads, |run| {
+            let base = number(run("hscc-2m")?, "/summary/migration_to_footprint")?;
+            (base > 0.0).then_some(number(run("rainbow")?, "/summary/migration_to_footprint")? / base)
+        })),
+    ));
+    let energy_vs = |other: &'static str| {
+        per_workload(res, &workloads, move |run| Some(number(run("rainbow")?, "/summary/energy_j")? / number(run(other)?, "/summary/energy_j")?))
+    };
+    rows.push(Row::new("§IV-E, Fig. 12", "rainbow's energy vs flat-static", "−45.1 %", mean_change(&energy_vs("flat-static"))));
+    rows.push(Row::new(
+        "§IV-E, Fig. 12",
+        "rainbow's energy vs all-fast (DRAM-only; its DRAM is the footprint's size here, 32 GB in the paper)",
+        "−68.5 %",
+        mean_change(&energy_vs("all-fast")),
+    ));
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_full_matrix_is_the_docs() {
+        let specs = sweeps(false);
+        let points = specs[0].points();
+        assert_eq!(points.len(), 12 * 5);
+        assert_eq!(points[0].options["workload"], "gups");
+        assert_eq!(points[0].options["policy"], "flat-static");
+        assert_eq!(points[0].options["machine.tiers.fast.capacity"], "\"256MiB\"");
+        assert_eq!(points[0].options["refs"], "20000000");
+    }
+}
