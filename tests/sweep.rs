@@ -195,3 +195,23 @@ fn a_spec_file_and_flags_make_the_same_runs() {
     assert_eq!(axes, r#"["policy","machine.tiers.fast.capacity"]"#);
     assert!(spec_text.contains("\"machine.tiers.fast.capacity\" = [\"25%\", \"50%\"]"), "{spec_text}");
 }
+
+#[test]
+fn a_store_becomes_one_html_page() {
+    let db = temp("sweep", "page.db");
+    assert!(sweep(&db, &["--name", "kv-policies", "--axis", "policy=first-touch,tpp", "--axis", "seed=1,2"]).status.success());
+    let page = temp("sweep", "page.html");
+    let out = tiersim(&["report", &db, "-o", &page]);
+    assert!(out.status.success(), "{}", text(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<h2>Sweep kv-policies</h2>") && html.contains("4 runs over the axes policy, seed; 0 failed"), "{}", &html[..html.len().min(3000)]);
+    assert_eq!(html.matches("<svg").count(), 10, "one panel per summary figure");
+    let out = tiersim(&["report", &db, "--sweep", "nope", "-o", &page]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no sweep named nope (it has: kv-policies)"), "{}", text(&out));
+    let empty = temp("sweep", "empty.db");
+    Connection::open(&empty).unwrap().execute("CREATE TABLE t (x)", []).unwrap();
+    let out = tiersim(&["report", &empty, "-o", &page]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("empty.db: not a tiersim sweep store"), "{}", text(&out));
+}

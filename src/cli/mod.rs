@@ -85,7 +85,8 @@ pub enum Command {
     Sweep(sweep::SweepArgs),
     /// Run a paper's documented matrix and print our figures beside the paper's.
     Reproduce(reproduce::ReproduceArgs),
-    /// Draw a run's JSON report (or compare's) as one self-contained HTML page with plots.
+    /// Draw a run's JSON report (or compare's), or a sweep store, as one self-contained
+    /// HTML page with plots.
     Report(report::ReportArgs),
 }
 

@@ -1,30 +1,39 @@
-//! `tiersim report`: draws a run's JSON report (or `compare`'s array of them) as one
-//! self-contained HTML page with plots (module `report::html`, docs/report.md).
+//! `tiersim report`: draws a run's JSON report (or `compare`'s array of them), or the
+//! sweeps of a results store, as one self-contained HTML page with plots (module
+//! `report::html`, docs/report.md).
 
 use super::output::{io_reason, OutputFile};
-use crate::report::html;
+use crate::report::html::{self, SweepSection};
+use crate::study::store::{Store, StoredRun};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// A run's JSON report (`run --json`), or the array of reports `compare --json`
-    /// writes.
+    /// A run's JSON report (`run --json`), the array of reports `compare --json`
+    /// writes, or a sweep store (`.db`, `tiersim sweep`).
     pub input: PathBuf,
     /// The HTML page to write.
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: PathBuf,
+    /// With a sweep store: only this sweep (default: every sweep in the store).
+    #[arg(long)]
+    pub sweep: Option<String>,
 }
 
 /// Reads the report, draws its page and writes it to `-o`.
 pub fn report(args: &ReportArgs) -> Result<()> {
     let shown = args.input.display().to_string();
-    if args.input.extension().is_some_and(|e| e == "db") {
-        bail!("{shown}: sweep databases are read by the sweep store (not built yet)");
-    }
     let out = OutputFile::create("-o", &args.out, &[shown.as_str()], &[])?;
+    if args.input.extension().is_some_and(|e| e == "db") {
+        let page = sweeps_page(&args.input, args.sweep.as_deref())?;
+        return out.write_all_and_commit(page.as_bytes());
+    }
+    if args.sweep.is_some() {
+        bail!("--sweep: only for a sweep store (a .db file)");
+    }
     let text = std::fs::read_to_string(&args.input).map_err(|e| anyhow!("{shown}: cannot read: {}", io_reason(&e)))?;
     let value: Value = serde_json::from_str(&text).map_err(|e| anyhow!("{shown}: not JSON: {e}"))?;
     let page = match &value {
@@ -41,4 +50,21 @@ pub fn report(args: &ReportArgs) -> Result<()> {
     }
     .with_context(|| shown.clone())?;
     out.write_all_and_commit(page.as_bytes())
+}
+
+/// The page of a sweep store: sweep `only`, or every sweep in it.
+fn sweeps_page(db: &Path, only: Option<&str>) -> Result<String> {
+    let store = Store::open(db, false)?;
+    let sweeps = match only {
+        Some(name) => vec![store.sweep(Some(name))?],
+        None => store.sweeps()?,
+    };
+    if sweeps.is_empty() {
+        bail!("{}: holds no sweep yet", db.display());
+    }
+    let runs = sweeps.iter().map(|s| store.runs(s).map(|r| r.into_iter().map(StoredRun::into_sweep_run).collect::<Vec<_>>())).collect::<Result<Vec<_>>>()?;
+    let sections: Vec<SweepSection> =
+        sweeps.iter().zip(&runs).map(|(s, r)| SweepSection { name: &s.name, spec: &s.spec, runs: r, baseline: s.baseline.as_deref() }).collect();
+    let names: Vec<&str> = sweeps.iter().map(|s| s.name.as_str()).collect();
+    html::sweeps_page(&format!("tiersim sweep: {}", names.join(", ")), None, &sections).with_context(|| db.display().to_string())
 }

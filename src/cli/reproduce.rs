@@ -1,7 +1,10 @@
 //! `tiersim reproduce PAPER [--quick]`: a paper's matrix as sweeps, and our figures
 //! beside the paper's (`study::reproduce`).
 
+use super::output::OutputFile;
 use super::{interrupt, Interrupted};
+use crate::report::html::{self, SweepSection};
+use crate::study::store::StoredRun;
 use crate::engine::RunFailed;
 use crate::progress::{duration, Mode, Progress};
 use crate::study::reproduce::{self, table_text, Results, PAPERS};
@@ -27,6 +30,10 @@ pub struct ReproduceArgs {
     /// Print a progress line every few seconds even when standard error is not a terminal.
     #[arg(long)]
     pub progress: bool,
+    /// The HTML report to write (default: reproduce-PAPER.html, or
+    /// reproduce-PAPER-quick.html).
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 /// Runs `tiersim reproduce`.
@@ -50,6 +57,9 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
         s.db = Some(db.clone());
         s.check_runs(&s.points())?;
     }
+    let html_path = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("reproduce-{}{suffix}.html", paper.name)));
+    let db_shown = db.display().to_string();
+    let html_out = OutputFile::create("-o", &html_path, &[db_shown.as_str()], &[])?;
     let mut store = Store::open(&db, true)?;
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     interrupt::install(true);
@@ -74,6 +84,19 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
     print!("{}", table_text(&rows));
     println!("\nSetting: {}", (paper.setting)(args.quick));
     println!("Discussion: {}", paper.doc);
+    let runs: Vec<Vec<_>> = results.sweeps.iter().map(|(_, r)| r.iter().cloned().map(StoredRun::into_sweep_run).collect()).collect();
+    let sections: Vec<SweepSection> = results
+        .sweeps
+        .iter()
+        .zip(&runs)
+        .map(|((s, _), r)| SweepSection { name: &s.name, spec: &s.spec, runs: r, baseline: s.baseline.as_deref() })
+        .collect();
+    let cells: Vec<[String; 4]> = rows.iter().map(|r| [r.section.clone(), r.what.clone(), r.paper.clone(), r.ours.clone()]).collect();
+    let title = format!("tiersim reproduce {}{}: {}", paper.name, if args.quick { " --quick" } else { "" }, paper.title);
+    let setting = format!("{} Discussion: {}.", (paper.setting)(args.quick), paper.doc);
+    let page = html::sweeps_page(&title, Some((&cells, &setting)), &sections)?;
+    html_out.write_all_and_commit(page.as_bytes())?;
+    println!("Report: {}", html_path.display());
     println!(
         "{total} runs in {}: {already} already there, the rest run now in {}",
         db.display(),

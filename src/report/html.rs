@@ -142,6 +142,40 @@ pub fn sweep_page(title: &str, spec: &str, runs: &[SweepRun], baseline: Option<&
     Ok(page(title, &body))
 }
 
+/// One sweep of a page of several.
+pub struct SweepSection<'a> {
+    pub name: &'a str,
+    /// The sweep's specification (TOML).
+    pub spec: &'a str,
+    pub runs: &'a [SweepRun],
+    pub baseline: Option<&'a str>,
+}
+
+/// Returns the page of several sweeps (a store's, or a paper's reproduction): when
+/// `figures` is given, first a table of figures — rows of (section, figure, the
+/// paper's, ours) — and `setting`, the text that says how the runs differ from the
+/// paper's; then a section per sweep as on [`sweep_page`].
+pub fn sweeps_page(title: &str, figures: Option<(&[[String; 4]], &str)>, sweeps: &[SweepSection]) -> Result<String> {
+    let mut body = String::new();
+    if let Some((rows, setting)) = figures {
+        body += "<h2>Figures</h2>\n<table>\n<tr><th>section</th><th>figure</th><th>paper</th><th>tiersim</th></tr>\n";
+        for r in rows {
+            let _ = writeln!(body, "<tr>{}</tr>", r.iter().map(|c| format!("<td>{}</td>", escape(c))).collect::<String>());
+        }
+        let _ = write!(body, "</table>\n<p>{}</p>\n", escape(setting));
+    }
+    for s in sweeps {
+        let _ = write!(body, "<section>\n<h2>Sweep {}</h2>\n", escape(s.name));
+        if s.runs.is_empty() {
+            body += "<p>No run of this sweep is in the store yet.</p>\n";
+        } else {
+            body += &sweep_body(s.runs, s.baseline, 3).with_context(|| format!("sweep {}", s.name))?;
+        }
+        let _ = write!(body, "<details><summary>the sweep's specification</summary>\n<pre>{}</pre></details>\n</section>\n", escape(s.spec));
+    }
+    Ok(page(title, &body))
+}
+
 /// Returns the page of `compare --json`'s array of reports: the sweep page's bars,
 /// normalised to the first run's policy, then each run's own sections.
 pub(crate) fn compare_page(title: &str, reports: &[Value]) -> Result<String> {
@@ -914,6 +948,20 @@ fn geometric_mean(ratios: &[f64]) -> f64 {
     (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp()
 }
 
+/// The value of `run` that colours its bar: its value on `axis`, followed, for a
+/// policy, by its values on the policy's own parameter axes that apply to it
+/// (`thermostat tolerable_slowdown_pct=3`).
+fn colour_of(run: &SweepRun, axis: &str, variant_axes: &[String]) -> String {
+    let mut out = axis_value(run, axis).to_string();
+    for a in variant_axes {
+        let v = axis_value(run, a);
+        if v != crate::study::spec::NOT_APPLICABLE {
+            let _ = write!(out, " {}={v}", a.rsplit('.').next().unwrap_or(a));
+        }
+    }
+    out
+}
+
 /// How a sweep's runs fall into bars.
 #[derive(Debug)]
 struct Layout {
@@ -922,6 +970,9 @@ struct Layout {
     /// The axis whose values colour the bars: `policy` when the sweep has one, else
     /// its first axis other than `seed` (None when it has no other).
     colour_axis: Option<String>,
+    /// The `policy.<name>.…` axes of a sweep with a `policy` axis: their values name
+    /// variants of the policy, which get colours of their own.
+    variant_axes: Vec<String>,
     /// The axes but the colour axis and `seed`: bars of runs with the same values on
     /// them stand together in a group.
     group_axes: Vec<String>,
@@ -941,26 +992,30 @@ impl Layout {
         let seeded = axes.iter().any(|a| a == "seed");
         let has_policy = axes.iter().any(|a| a == "policy");
         let colour_axis = if has_policy { Some("policy".to_string()) } else { axes.iter().find(|a| *a != "seed").cloned() };
-        let group_axes: Vec<String> = axes.iter().filter(|a| Some(*a) != colour_axis.as_ref() && *a != "seed").cloned().collect();
+        // A policy's own parameters (`policy.<name>.…` axes) make variants of the
+        // policy: they colour bars with it rather than group them.
+        let variant_axes: Vec<String> = axes.iter().filter(|a| has_policy && a.starts_with("policy.")).cloned().collect();
+        let group_axes: Vec<String> =
+            axes.iter().filter(|a| Some(*a) != colour_axis.as_ref() && *a != "seed" && !variant_axes.contains(a)).cloned().collect();
         let colours = match &colour_axis {
-            Some(axis) => distinct(runs.iter().map(|r| axis_value(r, axis).to_string())),
+            Some(axis) => distinct(runs.iter().map(|r| colour_of(r, axis, &variant_axes))),
             None => vec![String::new()],
         };
         let groups = distinct(runs.iter().map(|r| group_axes.iter().map(|a| axis_value(r, a).to_string()).collect::<Vec<_>>()));
         let baseline = match (baseline, has_policy) {
-            (Some(b), true) => Some(colours.iter().position(|c| c == b).ok_or_else(|| anyhow!("baseline {b}: no run of that policy (the sweep's policies: {})", colours.join(", ")))?),
+            (Some(b), true) => Some(colours.iter().position(|c| c == b || c.starts_with(&format!("{b} "))).ok_or_else(|| anyhow!("baseline {b}: no run of that policy (the sweep's policies: {})", colours.join(", ")))?),
             (Some(b), false) => bail!("baseline {b}: the sweep has no `policy` axis"),
             (None, true) => Some(0),
             (None, false) => None,
         };
-        Ok(Layout { axes, colour_axis, group_axes, seeded, colours, groups, baseline })
+        Ok(Layout { axes, colour_axis, variant_axes, group_axes, seeded, colours, groups, baseline })
     }
 
     /// The group and colour of a run's bar.
     fn place(&self, run: &SweepRun) -> (usize, usize) {
         let key: Vec<&str> = self.group_axes.iter().map(|a| axis_value(run, a)).collect();
         let g = self.groups.iter().position(|k| k.iter().map(String::as_str).eq(key.iter().copied())).unwrap_or(0);
-        let c = self.colour_axis.as_ref().map_or(0, |a| self.colours.iter().position(|v| v == axis_value(run, a)).unwrap_or(0));
+        let c = self.colour_axis.as_ref().map_or(0, |a| self.colours.iter().position(|v| *v == colour_of(run, a, &self.variant_axes)).unwrap_or(0));
         (g, c)
     }
 
@@ -1236,6 +1291,23 @@ mod tests {
         assert_eq!(Layout::new(&runs, Some("tpp")).unwrap_err().to_string(), "baseline tpp: the sweep has no `policy` axis");
         let with_policy = [run(&[("policy", "a")], json!({}))];
         assert!(Layout::new(&with_policy, Some("tpp")).unwrap_err().to_string().contains("no run of that policy (the sweep's policies: a)"));
+    }
+
+    #[test]
+    fn a_policys_own_parameter_axes_make_variants_of_it_not_groups() {
+        // As a sweep of all-fast and thermostat × tolerable_slowdown_pct stores them.
+        let x = "policy.thermostat.tolerable_slowdown_pct";
+        let runs = [
+            run(&[("policy", "all-fast"), (x, "-"), ("workload", "kv")], json!({"cycles": 100})),
+            run(&[("policy", "thermostat"), (x, "3"), ("workload", "kv")], json!({"cycles": 103})),
+            run(&[("policy", "thermostat"), (x, "10"), ("workload", "kv")], json!({"cycles": 110})),
+        ];
+        let layout = Layout::new(&runs, Some("all-fast")).unwrap();
+        assert_eq!(layout.colours, ["all-fast", "thermostat tolerable_slowdown_pct=3", "thermostat tolerable_slowdown_pct=10"]);
+        assert_eq!(layout.group_axes, ["workload"]);
+        assert_eq!(layout.bars(&runs, "cycles"), (vec![vec![Some(1.0), Some(1.03), Some(1.1)]], true));
+        // A baseline may name a policy with variants: its first.
+        assert_eq!(Layout::new(&runs, Some("thermostat")).unwrap().baseline, Some(1));
     }
 
     #[test]

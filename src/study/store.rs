@@ -276,6 +276,13 @@ impl Store {
     }
 }
 
+impl StoredRun {
+    /// The run as the HTML report takes it.
+    pub fn into_sweep_run(self) -> crate::report::html::SweepRun {
+        crate::report::html::SweepRun { axes: self.axes, error: self.error, report: self.report }
+    }
+}
+
 /// An option value as shown: a quoted TOML string without its quotes.
 fn shown(value: &str) -> String {
     match toml::from_str::<toml::Table>(&format!("v = {value}")).ok().and_then(|mut t| t.remove("v")) {
