@@ -49,6 +49,16 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
             assert!(page.contains("<title>tiersim run: first-touch on zipf</title>"), "{}", &page[..page.len().min(400)]);
             assert_eq!(page.matches("<figure class=\"plot\"").count(), 5, "the five per-epoch panels");
         }),
+        ("sweep studies/cxl-kv.toml -j 2", &[], |r| {
+            assert!(r.stdout.contains("sweep cxl-kv: 24 runs in studies/cxl-kv.db: 0 already there, 24 run now (0 failed)"), "{}", r.stdout);
+        }),
+        ("sweep studies/cxl-kv.toml --list", &[], |r| {
+            assert!(r.stdout.contains("24 runs: 24 done, 0 failed, 0 to run"), "the shrunk grid is found done:\n{}", r.stdout);
+        }),
+        ("report studies/cxl-kv.db -o cxl-kv.html", &[], |r| {
+            let page = std::fs::read_to_string(r.dir.join("cxl-kv.html")).unwrap();
+            assert!(page.contains("<h2>Sweep cxl-kv</h2>") && page.contains("24 runs over the axes policy, machine.tiers.fast.capacity, seed; 0 failed"));
+        }),
         ("compare --policies all-fast,first-touch,flat-static,all-slow", &[], |r| {
             for p in ["all-fast", "first-touch", "flat-static", "all-slow"] {
                 assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);
@@ -257,7 +267,7 @@ fn size_bytes(text: &str) -> u64 {
 /// JSON report requested from run and compare.
 fn shrink(words: &[String], extra: &[&str], json: &Path) -> Vec<String> {
     let sub = words[1].as_str();
-    let simulates = sub == "run" || sub == "compare";
+    let simulates = sub == "run" || sub == "compare" || sub == "sweep";
     let trace = words.iter().any(|w| w == "--trace");
     let footprint = words.iter().position(|w| w == "--footprint").map(|i| size_bytes(&words[i + 1]));
     let factor = footprint.map_or(1.0, |f| (FOOTPRINT as f64 / f as f64).min(1.0));
@@ -297,7 +307,7 @@ fn shrink(words: &[String], extra: &[&str], json: &Path) -> Vec<String> {
             out.extend(["--refs".into(), REFS.to_string()]);
         }
     }
-    if simulates && !words.iter().any(|w| w == "--json") {
+    if simulates && sub != "sweep" && !words.iter().any(|w| w == "--json") {
         out.extend(["--json".into(), json.to_str().unwrap().into()]);
     }
     out.extend(extra.iter().map(|s| s.to_string()));
@@ -320,6 +330,8 @@ fn prepare_inputs(dir: &Path) {
     let data = |n: &str| format!("{}/tests/data/{n}", env!("CARGO_MANIFEST_DIR"));
     std::fs::copy(data("rep.lk.gz"), dir.join("a.lk.gz")).unwrap();
     std::fs::copy(data("small.tsim"), dir.join("b.tsim")).unwrap();
+    std::fs::create_dir_all(dir.join("studies")).unwrap();
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/studies/cxl-kv.toml"), dir.join("studies/cxl-kv.toml")).unwrap();
     let mut records = Vec::new();
     for i in 0..500u64 {
         let addr = 0x7f00_0000_0000 + (i * 4160) % (1 << 22);
