@@ -624,7 +624,9 @@ impl Observer for Memos {
         *span = (span.0.min(p.addr), span.1.max(p.addr));
         let j = self.sampling as u8;
         let st = &mut self.pages[i];
-        if p.accessed {
+        // A set Dirty bit means the page was written, so accessed, even when the
+        // scan finds its Accessed bit clear; counting it keeps writes ≤ accesses.
+        if p.accessed || p.dirty {
             st.seen += 1;
             if st.last > 0 {
                 let gap = j + 1 - st.last;
