@@ -651,3 +651,21 @@ fn hmmv_passes_verify_on_every_workload_with_every_migration_variant() {
         assert!(moving + 1 >= WORKLOADS.len(), "{how}: pages moved in {moving} of {} workloads", WORKLOADS.len());
     }
 }
+
+/// Rainbow's Fig. 9 breakdown: each kind of translation cycles is a part of the
+/// whole, and the parts add up to its share of the run's cycles (the bitmap-cache
+/// hits counted only where their check was charged).
+#[test]
+fn rainbows_translation_breakdown_adds_up() {
+    let json = common::temp("end-to-end", "rainbow.json");
+    let out = common::tiersim(&["run", "--preset", "rainbow", "--workload", "zipf", "--footprint", "64MiB", "--refs", "400000", "--json", &json]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let t = &r["breakdown"]["translation_cycles"];
+    let cycles: u64 = r["cores"].as_array().unwrap().iter().map(|c| c["cycles"].as_u64().unwrap()).sum();
+    let kinds = ["split_tlb_hits", "bitmap_cache_hits", "bitmap_cache_misses", "superpage_walks", "remapping"];
+    let parts: Vec<u64> = kinds.iter().map(|k| t[k].as_u64().unwrap_or_else(|| panic!("{k}: {}", t[k]))).collect();
+    assert!(parts.iter().all(|&p| p <= cycles), "{kinds:?} = {parts:?}, run {cycles} cycles");
+    let share = parts.iter().sum::<u64>() as f64 / cycles as f64;
+    assert!((share - t["share_of_cycles"].as_f64().unwrap()).abs() < 1e-9, "{share} {t}");
+}

@@ -140,6 +140,15 @@ pub struct CopyStats {
     pub bitmap_cache_cycles: u64,
     /// Cycles of reading bitmaps from memory after bitmap-cache misses.
     pub bitmap_memory_cycles: u64,
+    /// Of `bitmap_cache_cycles`, those of lookups that hit. Only checks whose cost
+    /// is charged count (a check at the memory controller is paid only by an access
+    /// that reaches memory), so the hits' share of the breakdown is never more than
+    /// what was charged.
+    #[serde(skip)]
+    pub charged_hit_cycles: u64,
+    /// Whether the latest bitmap check hit in the bitmap cache.
+    #[serde(skip)]
+    pub last_check_hit: bool,
     /// Reads of a slow page's first 8 bytes to find its copy (remapping), and their cycles.
     pub remaps: u64,
     pub remap_cycles: u64,
@@ -338,6 +347,7 @@ impl Copies {
             self.stats.metadata_writes += 1;
             p.mem.tiers.access(p.core, line, true, MemKind::Metadata, now + bitmap, obs);
         }
+        self.stats.last_check_hit = cached;
         if cached {
             self.stats.bitmap_cache_hits += 1;
         } else {
@@ -417,6 +427,9 @@ impl Redirect for Copies {
     fn memory_charge_taken(&mut self, cycles: u64) {
         self.stats.bitmap_cache_cycles += self.bitmap_latency;
         self.stats.bitmap_memory_cycles += cycles - self.bitmap_latency;
+        if self.stats.last_check_hit {
+            self.stats.charged_hit_cycles += self.bitmap_latency;
+        }
     }
 
     fn alias(&self, pfn: u64) -> Option<u64> {
@@ -460,7 +473,7 @@ impl Redirect for Copies {
         let c = &self.stats;
         let sum = |f: fn(&Core) -> u64| cores.iter().map(f).sum::<u64>();
         let tlb_hits = sum(|x| x.stats.tlb_l1_hits) * tlb.l1_latency_cycles + sum(|x| x.stats.tlb_l2_hits) * tlb.l2_latency_cycles;
-        let bitmap_hits = c.bitmap_cache_hits * self.bitmap_latency;
+        let bitmap_hits = c.charged_hit_cycles;
         let bitmap_misses = c.bitmap_cache_cycles - bitmap_hits + c.bitmap_memory_cycles;
         let walks = sum(|x| x.stats.walk_cycles);
         let total = sum(|x| x.clock).max(1);
