@@ -7,6 +7,8 @@
 //! reads the finished runs ([`Results`]) into [`Row`]s. Add a paper by writing its
 //! file and adding it to [`PAPERS`].
 
+mod hmm_v;
+mod hmm_v_baselines;
 mod memos;
 mod rainbow;
 mod spar;
@@ -34,7 +36,7 @@ pub struct Paper {
 }
 
 /// Every paper `reproduce` knows.
-pub const PAPERS: &[&Paper] = &[&thermostat::PAPER, &memos::PAPER, &rainbow::PAPER, &spar::PAPER];
+pub const PAPERS: &[&Paper] = &[&thermostat::PAPER, &memos::PAPER, &rainbow::PAPER, &spar::PAPER, &hmm_v::PAPER, &hmm_v_baselines::PAPER];
 
 /// The paper named `name`; the error lists the known ones.
 pub fn paper(name: &str) -> Result<&'static Paper> {
