@@ -9,6 +9,7 @@
 
 mod hmm_v;
 mod hmm_v_baselines;
+mod linux;
 mod memos;
 mod rainbow;
 mod spar;
@@ -36,7 +37,7 @@ pub struct Paper {
 }
 
 /// Every paper `reproduce` knows.
-pub const PAPERS: &[&Paper] = &[&thermostat::PAPER, &memos::PAPER, &rainbow::PAPER, &spar::PAPER, &hmm_v::PAPER, &hmm_v_baselines::PAPER];
+pub const PAPERS: &[&Paper] = &[&thermostat::PAPER, &memos::PAPER, &rainbow::PAPER, &spar::PAPER, &hmm_v::PAPER, &hmm_v_baselines::PAPER, &linux::PAPER];
 
 /// The paper named `name`; the error lists the known ones.
 pub fn paper(name: &str) -> Result<&'static Paper> {
