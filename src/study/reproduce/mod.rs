@@ -12,6 +12,7 @@ mod hmm_v_baselines;
 mod linux;
 mod memos;
 mod rainbow;
+mod sampled;
 mod spar;
 mod thermostat;
 
@@ -37,7 +38,7 @@ pub struct Paper {
 }
 
 /// Every paper `reproduce` knows.
-pub const PAPERS: &[&Paper] = &[&thermostat::PAPER, &memos::PAPER, &rainbow::PAPER, &spar::PAPER, &hmm_v::PAPER, &hmm_v_baselines::PAPER, &linux::PAPER];
+pub const PAPERS: &[&Paper] = &[&thermostat::PAPER, &memos::PAPER, &rainbow::PAPER, &spar::PAPER, &hmm_v::PAPER, &hmm_v_baselines::PAPER, &linux::PAPER, &sampled::PAPER];
 
 /// The paper named `name`; the error lists the known ones.
 pub fn paper(name: &str) -> Result<&'static Paper> {
