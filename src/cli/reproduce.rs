@@ -77,8 +77,7 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
             break;
         }
     }
-    let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
-    let results = Results::load(&store, &names)?;
+    let results = Results::load(&store, &specs)?;
     let rows = (paper.table)(&results);
     println!("{}{}\n", paper.title, if args.quick { " — quick" } else { "" });
     print!("{}", table_text(&rows));

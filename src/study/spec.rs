@@ -21,8 +21,8 @@
 //! ```
 //!
 //! Keys are the run options `preset`, `config`, `policy`, `workload`, `footprint`,
-//! `refs`, `seed`, `mode`, `mix`, `tenants`, `trace`, `format`, `verify`, or any
-//! configuration key by its dotted `--set` path. A run is identified by all its
+//! `refs`, `seed`, `mode`, `tenant_kind`, `mix`, `tenants`, `trace`, `format`,
+//! `verify`, or any configuration key by its dotted `--set` path. A run is identified by all its
 //! options together ([`Point::key`]), so the same run reached from two specs, or
 //! from a spec and from flags, is the same row of the store.
 
@@ -44,6 +44,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("refs", "references to simulate"),
     ("seed", "the random seed"),
     ("mode", "detailed or sampled"),
+    ("tenant_kind", "process or vm: the kind of tenant the single workload runs in"),
     ("mix", "one workload per core, e.g. \"gups,zipf\""),
     ("tenants", "one tenant per core, e.g. \"vm:kv:25%,vm:stream:25%\""),
     ("trace", "trace files, one per core"),
@@ -116,6 +117,8 @@ pub fn config_args(options: &BTreeMap<String, String>) -> Result<ConfigArgs> {
             "refs" => a.refs = Some(v.clone()),
             "seed" => a.seed = Some(v.clone()),
             "mode" => a.mode = Some(v.clone()),
+            // A top-level configuration key: its path has no dot to mark it as one.
+            "tenant_kind" => a.sets.push(format!("tenant_kind={}", Value::String(v.clone()))),
             "mix" => a.mix = list(v),
             "tenants" => a.tenants = list(v),
             "trace" => a.traces = list(v),
@@ -483,6 +486,15 @@ mod tests {
         );
         assert_eq!(s.points()[3].seq, 3);
         assert!(!s.points()[0].options.contains_key("policy.thermostat.tolerable_slowdown_pct"));
+    }
+
+    #[test]
+    fn tenant_kind_puts_the_single_workload_in_a_vm() {
+        let s = Spec::parse("[run]\ntenant_kind = \"vm\"\nworkload = \"kv\"\nfootprint = \"64MiB\"", "t", "x").unwrap();
+        let p = &s.points()[0];
+        assert_eq!(p.config().unwrap().tenant_kind, crate::machine::space::TenantKind::Vm);
+        let again = Spec::parse(&s.to_toml(), "resolved", "x").unwrap();
+        assert_eq!(again.points()[0].key(), p.key(), "the resolved TOML describes the same run:\n{}", s.to_toml());
     }
 
     #[test]

@@ -7,8 +7,12 @@
 //! reads the finished runs ([`Results`]) into [`Row`]s. Add a paper by writing its
 //! file and adding it to [`PAPERS`].
 
+mod hmm_v;
+mod hmm_v_baselines;
+mod linux;
 mod memos;
 mod rainbow;
+mod sampled;
 mod spar;
 mod thermostat;
 
@@ -34,7 +38,7 @@ pub struct Paper {
 }
 
 /// Every paper `reproduce` knows.
-pub const PAPERS: &[&Paper] = &[&thermostat::PAPER, &memos::PAPER, &rainbow::PAPER, &spar::PAPER];
+pub const PAPERS: &[&Paper] = &[&thermostat::PAPER, &memos::PAPER, &rainbow::PAPER, &spar::PAPER, &hmm_v::PAPER, &hmm_v_baselines::PAPER, &linux::PAPER, &sampled::PAPER];
 
 /// The paper named `name`; the error lists the known ones.
 pub fn paper(name: &str) -> Result<&'static Paper> {
@@ -68,17 +72,36 @@ pub fn spec(name: &str, text: &str) -> Spec {
     Spec::parse(text, name, name).unwrap_or_else(|e| panic!("the built-in spec {name} is invalid: {e:#}"))
 }
 
+/// Sweep `name`: its runs share the options `run` (TOML lines of its `[run]` table)
+/// and cross the axes `axes` (the text of its `[axes]` table). Reports normalise to
+/// `all-fast` where it is on the policy axis.
+pub fn sweep(name: &str, run: &[&str], axes: &str) -> Spec {
+    let mut s = spec(name, &format!("[run]\n{}\n[axes]\n{axes}\n", run.join("\n")));
+    if s.axes.iter().any(|(k, v)| k == "policy" && v.iter().any(|(shown, _)| shown == "all-fast")) {
+        s.baseline = Some("all-fast".into());
+    }
+    s
+}
+
 /// The finished runs of a paper's sweeps.
 pub struct Results {
     pub sweeps: Vec<(StoredSweep, Vec<StoredRun>)>,
 }
 
 impl Results {
-    /// Reads sweeps `names` from `store`.
-    pub fn load(store: &Store, names: &[String]) -> Result<Results> {
+    /// Reads sweeps `specs` from `store`. A sweep the store does not hold yet (the
+    /// command was stopped before it began) is there with no runs, so that the table
+    /// shows its rows as not run.
+    pub fn load(store: &Store, specs: &[Spec]) -> Result<Results> {
+        let stored = store.sweeps()?;
         let mut sweeps = Vec::new();
-        for n in names {
-            let s = store.sweep(Some(n))?;
+        for spec in specs {
+            let s = stored.iter().find(|s| s.name == spec.name).cloned().unwrap_or_else(|| StoredSweep {
+                name: spec.name.clone(),
+                spec: spec.to_toml(),
+                axes: spec.axis_names(),
+                baseline: spec.baseline.clone(),
+            });
             let runs = store.runs(&s)?;
             sweeps.push((s, runs));
         }
@@ -104,6 +127,12 @@ impl Results {
             .flat_map(|spec| spec.axes.into_iter().filter(|(k, _)| k == axis).flat_map(|(_, values)| values.into_iter().map(|v| v.0)))
             .collect()
     }
+
+    /// Whether sweep `sweep` is part of the matrix that ran (a `--quick` matrix has
+    /// fewer sweeps).
+    pub fn has(&self, sweep: &str) -> bool {
+        self.sweeps.iter().any(|(s, _)| s.name == sweep)
+    }
 }
 
 /// A number of a report by its JSON pointer (`/summary/cycles`).
@@ -125,6 +154,21 @@ pub fn cycle_at_reference(r: &Value, refs: f64) -> f64 {
         start = end;
     }
     number(r, "/summary/cycles").unwrap_or(0.0)
+}
+
+/// The performance of run `r` relative to run `base` (the same input under another
+/// policy, usually all-fast), as `base`'s time / `r`'s time in %, over the references
+/// after the first fraction `warmup` of them (0: the whole run).
+pub fn relative_performance_pct(r: &Value, base: &Value, warmup: f64) -> Option<f64> {
+    let r0 = warmup * number(r, "/summary/references")?;
+    let own = number(r, "/summary/cycles")? - cycle_at_reference(r, r0);
+    let theirs = number(base, "/summary/cycles")? - cycle_at_reference(base, r0);
+    (own > 0.0).then(|| 100.0 * theirs / own)
+}
+
+/// The geometric mean of `xs`, all positive; none when there are none.
+pub fn geomean(xs: &[f64]) -> Option<f64> {
+    (!xs.is_empty()).then(|| (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
 }
 
 /// `x` with `digits` decimals and a unit.
@@ -172,6 +216,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_sweep_not_begun_shows_its_grid_and_no_runs() {
+        let path = std::env::temp_dir().join(format!("tiersim-reproduce-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let store = Store::open(&path, true).unwrap();
+        let s = sweep("s", &["workload = \"kv\""], "policy = [\"first-touch\", \"all-fast\"]\nseed = [1, 2]");
+        assert_eq!(s.baseline.as_deref(), Some("all-fast"));
+        let res = Results::load(&store, &[s]).unwrap();
+        assert!(res.has("s") && !res.has("t"));
+        assert_eq!(res.axis_values("s", "policy"), ["first-touch", "all-fast"]);
+        assert_eq!(res.axis_values("s", "seed"), ["1", "2"]);
+        assert!(res.axis_values("t", "seed").is_empty());
+        assert!(res.find("s", &[("policy", "all-fast")]).is_none());
+        drop(store);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+
+    #[test]
+    fn performance_counts_the_references_after_the_warm_up() {
+        let report = |cycles: [u64; 2]| {
+            serde_json::json!({
+                "summary": { "references": 100, "cycles": cycles[1] },
+                "epochs": [{ "references": 50, "end_cycle": cycles[0] }, { "references": 50, "end_cycle": cycles[1] }],
+            })
+        };
+        let (run, base) = (report([150, 200]), report([50, 100]));
+        assert_eq!(relative_performance_pct(&run, &base, 0.0), Some(50.0));
+        assert_eq!(relative_performance_pct(&run, &base, 0.5), Some(100.0));
+        assert!((geomean(&[1.0, 4.0]).unwrap() - 2.0).abs() < 1e-12);
+        assert_eq!(geomean(&[]), None);
     }
 
     #[test]
