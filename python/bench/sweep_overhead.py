@@ -7,7 +7,7 @@ sweep's elapsed time with its runs' simulation time (`sim.wall_seconds` of their
 reports). It also times the store writes alone (`Store.record` of the same reports).
 Prints the median of `--repeat` sweeps of each kind.
 
-    python scripts/sweep_overhead.py --tiersim target/release/tiersim [--runs 20] [--repeat 5]
+    python python/bench/sweep_overhead.py --tiersim target/release/tiersim [--runs 20] [--repeat 5]
 
 Needs the package with its Dask extra (`pip install './python[dask]'`).
 """
