@@ -41,8 +41,9 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
     let started = Instant::now();
     let Some(name) = &args.paper else {
         println!("Papers (tiersim reproduce PAPER [--quick]):");
+        let width = PAPERS.iter().map(|p| p.name.len()).max().unwrap_or(0);
         for p in PAPERS {
-            println!("  {:<12} {} ({})", p.name, p.title, p.doc);
+            println!("  {:<width$} {} ({})", p.name, p.title, p.doc);
         }
         return Ok(());
     };
