@@ -296,7 +296,7 @@ fn bad_inputs_get_one_line_naming_the_file_and_exit_code_2() {
         (&text, "not JSON: expected ident at line 1 column 2"),
         (&not_report, "not a tiersim run report (no `epochs` array)"),
         (&empty, "an empty array, no report in it"),
-        (&db, "sweep databases are read by the sweep store (not built yet)"),
+        (&db, "an empty database, not a tiersim sweep store"),
     ];
     for (input, why) in cases {
         let o = tiersim(&["report", input, "-o", &out]);
