@@ -99,11 +99,7 @@ pub fn spec_of(args: &SweepArgs) -> Result<Spec> {
     for a in &args.axes {
         spec.add_axis_text(a)?;
     }
-    for (k, _) in &spec.axes {
-        if spec.base.contains_key(k) {
-            bail!("`{k}`: is both an axis and an option of every run; keep one");
-        }
-    }
+    spec.check()?;
     if let Some(n) = &args.name {
         spec.name = n.clone();
     }

@@ -20,6 +20,10 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::ops::Range;
 
+/// A run's value on an axis that does not apply to it: a `policy.<name>.…` axis for a
+/// run of another policy (the sweep leaves that parameter out of the run).
+pub const NOT_APPLICABLE: &str = "-";
+
 /// One run of a sweep as the report needs it.
 pub struct SweepRun {
     /// The run's value on each axis of the sweep, in the sweep's axis order (e.g.
@@ -955,7 +959,7 @@ fn colour_of(run: &SweepRun, axis: &str, variant_axes: &[String]) -> String {
     let mut out = axis_value(run, axis).to_string();
     for a in variant_axes {
         let v = axis_value(run, a);
-        if v != crate::study::spec::NOT_APPLICABLE {
+        if v != NOT_APPLICABLE {
             let _ = write!(out, " {}={v}", a.rsplit('.').next().unwrap_or(a));
         }
     }

@@ -58,8 +58,9 @@ const LISTS: &[&str] = &["mix", "tenants", "trace"];
 /// Columns of the store's `runs` table that an axis must not shadow.
 pub const RESERVED: &[&str] = &["sweep", "key", "seq", "status", "error", "options", "wall_seconds", "finished", "report"];
 
-/// The value shown on a `policy.<name>.…` axis for a run of another policy.
-pub const NOT_APPLICABLE: &str = "-";
+/// The value shown on a `policy.<name>.…` axis for a run of another policy (the
+/// report, a layer below, defines it).
+pub use crate::report::html::NOT_APPLICABLE;
 
 /// One run of the grid.
 #[derive(Clone, Debug, PartialEq)]
@@ -293,9 +294,9 @@ impl Spec {
         self.check()
     }
 
-    /// Checks that no option is both shared and an axis, and that a key is not
-    /// given both by a shorthand and its path.
-    fn check(&self) -> Result<()> {
+    /// Checks that no option is both shared and an axis, and that no axis is given
+    /// twice.
+    pub fn check(&self) -> Result<()> {
         for (k, _) in &self.axes {
             if self.base.contains_key(k) {
                 bail!("`{k}`: is both an axis and an option of every run; keep one");

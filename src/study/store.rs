@@ -152,60 +152,49 @@ impl Store {
     /// Writes point `p` of sweep `sweep`, in one transaction: `Ok(report)` as a finished
     /// run with its summary columns, `Err(message)` as a failed one.
     pub fn record(&mut self, sweep: &str, p: &Point, outcome: std::result::Result<&serde_json::Value, &str>, wall_seconds: f64) -> Result<()> {
-        let summary: Vec<(String, serde_json::Value)> = match outcome {
-            Ok(report) => report
-                .get("summary")
-                .and_then(|s| s.as_object())
-                .ok_or_else(|| anyhow!("the report has no summary"))?
-                .iter()
-                .filter(|(k, _)| !RESERVED.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            Err(_) => Vec::new(),
-        };
-        let new: Vec<String> = p.axes.iter().map(|(k, _)| k.clone()).chain(summary.iter().map(|(k, _)| k.clone())).collect();
-        for k in &new {
-            self.add_column(k)?;
-        }
+        use rusqlite::types::Value as Sql;
         let finished = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
         let (status, error, report) = match outcome {
-            Ok(r) => ("ok", None, Some(serde_json::to_string(r)?)),
-            Err(m) => ("failed", Some(m.to_string()), None),
+            Ok(r) => ("ok", Sql::Null, Sql::Text(serde_json::to_string(r)?)),
+            Err(m) => ("failed", Sql::Text(m.to_string()), Sql::Null),
         };
-        let mut names = vec!["sweep", "key", "seq", "status", "error", "options", "wall_seconds", "finished", "report"].into_iter().map(String::from).collect::<Vec<_>>();
-        let mut values: Vec<rusqlite::types::Value> = vec![
-            sweep.to_string().into(),
-            p.key().into(),
-            (p.seq as i64).into(),
-            status.to_string().into(),
-            error.map_or(rusqlite::types::Value::Null, Into::into),
-            serde_json::to_string(&p.options)?.into(),
-            wall_seconds.into(),
-            finished.into(),
-            report.map_or(rusqlite::types::Value::Null, Into::into),
+        let mut columns: Vec<(String, Sql)> = vec![
+            ("sweep".into(), Sql::Text(sweep.into())),
+            ("key".into(), Sql::Text(p.key())),
+            ("seq".into(), Sql::Integer(p.seq as i64)),
+            ("status".into(), Sql::Text(status.into())),
+            ("error".into(), error),
+            ("options".into(), Sql::Text(serde_json::to_string(&p.options)?)),
+            ("wall_seconds".into(), Sql::Real(wall_seconds)),
+            ("finished".into(), Sql::Real(finished)),
+            ("report".into(), report),
         ];
-        for (k, v) in &p.axes {
-            names.push(k.clone());
-            values.push(v.clone().into());
+        // Axis and summary columns follow the fixed ones, added to the table as they appear.
+        let fixed = columns.len();
+        columns.extend(p.axes.iter().map(|(k, v)| (k.clone(), Sql::Text(v.clone()))));
+        if let Ok(r) = outcome {
+            let summary = r.get("summary").and_then(|s| s.as_object()).ok_or_else(|| anyhow!("the report has no summary"))?;
+            for (k, v) in summary.iter().filter(|(k, _)| !RESERVED.contains(&k.as_str())) {
+                let value = match v {
+                    serde_json::Value::Number(n) => n.as_i64().map_or_else(|| Sql::Real(n.as_f64().unwrap_or(f64::NAN)), Sql::Integer),
+                    serde_json::Value::Null => Sql::Null,
+                    other => Sql::Text(other.to_string()),
+                };
+                columns.push((k.clone(), value));
+            }
         }
-        for (k, v) in &summary {
-            names.push(k.clone());
-            values.push(match v {
-                serde_json::Value::Number(n) if n.is_u64() || n.is_i64() => n.as_i64().map_or_else(|| (n.as_f64().unwrap_or(0.0)).into(), Into::into),
-                serde_json::Value::Number(n) => n.as_f64().unwrap_or(f64::NAN).into(),
-                serde_json::Value::Null => rusqlite::types::Value::Null,
-                other => other.to_string().into(),
-            });
+        for (name, _) in &columns[fixed..] {
+            self.add_column(name)?;
         }
         let sql = format!(
             "INSERT OR REPLACE INTO runs ({}) VALUES ({})",
-            names.iter().map(|n| ident(n)).collect::<Vec<_>>().join(", "),
-            (1..=names.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ")
+            columns.iter().map(|(n, _)| ident(n)).collect::<Vec<_>>().join(", "),
+            (1..=columns.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ")
         );
-        let tx = self.conn.transaction().map_err(|e| anyhow!("{}: {e}", self.path.display()))?;
-        tx.execute(&sql, rusqlite::params_from_iter(values)).map_err(|e| anyhow!("{}: {e}", self.path.display()))?;
-        tx.commit().map_err(|e| anyhow!("{}: {e}", self.path.display()))?;
-        Ok(())
+        let shown = self.path.display().to_string();
+        let tx = self.conn.transaction().map_err(|e| anyhow!("{shown}: {e}"))?;
+        tx.execute(&sql, rusqlite::params_from_iter(columns.into_iter().map(|(_, v)| v))).map_err(|e| anyhow!("{shown}: {e}"))?;
+        tx.commit().map_err(|e| anyhow!("{shown}: {e}"))
     }
 
     /// Sets the grid position of the runs already stored, after a spec changed.

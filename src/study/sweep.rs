@@ -67,10 +67,11 @@ fn one_line(text: &str) -> String {
 
 /// Runs the points of `spec` that `store` does not hold finished, writing each to the
 /// store in its own transaction as it ends. A failed run is recorded with its message
-/// and the others go on; a run stopped by `opts.stop` is not recorded.
+/// and the others go on; a run stopped by `opts.stop` is not recorded. The caller
+/// checks the grid first ([`Spec::check_runs`]), before it opens the store, so that a
+/// bad spec leaves no store behind.
 pub fn run_sweep(spec: &Spec, store: &mut Store, opts: &SweepOptions) -> Result<SweepOutcome> {
     let points = spec.points();
-    spec.check_runs(&points)?;
     store.begin_sweep(&spec.name, &spec.to_toml(), &spec.axis_names(), spec.baseline.as_deref())?;
     store.renumber(&spec.name, &points)?;
     let done = store.finished_keys(&spec.name)?;

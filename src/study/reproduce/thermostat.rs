@@ -10,7 +10,7 @@
 //!   measured slow-memory rate stays over the target before the correction (§3.5)
 //!   brings it back under.
 
-use super::{cycle_at_reference, fmt, number, spec, Paper, Results, Row};
+use super::{cycle_at_reference, fmt, number, relative_performance_pct, spec, Paper, Results, Row};
 use crate::study::spec::NOT_APPLICABLE;
 use crate::study::Spec;
 use serde_json::Value;
@@ -143,11 +143,7 @@ fn setting(quick: bool) -> &'static str {
 /// Throughput loss (the paper's `1 − T_all-fast / T_run`) over the references after
 /// the first `warmup` share of them, in %.
 fn loss_pct(run: &Value, base: &Value, warmup: f64) -> Option<f64> {
-    let refs = number(run, "/summary/references")?;
-    let r0 = warmup * refs;
-    let own = number(run, "/summary/cycles")? - cycle_at_reference(run, r0);
-    let theirs = number(base, "/summary/cycles")? - cycle_at_reference(base, r0);
-    (own > 0.0).then(|| (1.0 - theirs / own) * 100.0)
+    relative_performance_pct(run, base, warmup).map(|p| 100.0 - p)
 }
 
 /// The share of the footprint that is cold at the end of the run, in %.
