@@ -467,9 +467,7 @@ impl<R: Redirect> Machine<R> {
             match r {
                 Ok((m, frames, dst)) => {
                     *p = BatchPage { page: PageRef::new(p.page.tenant, m.addr), slot: m.slot, huge: m.huge, from: m.pfn(), to: Some(dst), frames, ..*p };
-                    for i in 0..frames {
-                        self.space.set_owner(dst + i, Owner::Copy { tenant: p.page.tenant, addr: m.addr + (i << 12) });
-                    }
+                    self.space.set_owners(dst, frames, Owner::Copy { tenant: p.page.tenant, addr: m.addr });
                     if p.to_tier == TierId::FAST {
                         self.space.hold_fast(p.page.tenant, frames, false);
                     }

@@ -41,6 +41,7 @@ pub mod tier;
 pub mod tlb;
 pub mod verify;
 pub mod vmx;
+pub mod wear;
 
 pub use self::core::{Core, CoreStats};
 pub use alloc::Colour;

@@ -323,13 +323,10 @@ impl<R: Redirect> Machine<R> {
     /// the old frames freed or kept, per-tenant counts and the move statistics.
     pub(crate) fn settle(&mut self, kind: MoveKind, m: &Move) {
         let (from_tier, to_tier) = (self.space.tier_of(m.from), self.space.tier_of(m.to));
-        for i in 0..m.frames {
-            let addr = m.page.addr + (i << 12);
-            let owner = if m.to_is_copy { Owner::Copy { tenant: m.page.tenant, addr } } else { Owner::Data { tenant: m.page.tenant, addr } };
-            self.space.set_owner(m.to + i, owner);
-            if m.source == Source::KeepAsCopy {
-                self.space.set_owner(m.from + i, Owner::Copy { tenant: m.page.tenant, addr });
-            }
+        let (tenant, addr) = (m.page.tenant, m.page.addr);
+        self.space.set_owners(m.to, m.frames, if m.to_is_copy { Owner::Copy { tenant, addr } } else { Owner::Data { tenant, addr } });
+        if m.source == Source::KeepAsCopy {
+            self.space.set_owners(m.from, m.frames, Owner::Copy { tenant, addr });
         }
         if m.source == Source::Free {
             self.space.release(m.from, m.frames);

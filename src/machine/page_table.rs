@@ -108,8 +108,8 @@ const NO_REGIONS: u32 = u32::MAX;
 pub trait NodeFrames {
     fn alloc_node_frame(&mut self) -> Option<u64>;
     fn free_node_frame(&mut self, frame: u64);
-    /// A new region number.
-    fn new_region(&mut self) -> u32;
+    /// A new region number for the huge-page-sized region starting at address `base`.
+    fn new_region(&mut self, base: u64) -> u32;
 }
 
 impl PageTable {
@@ -209,12 +209,12 @@ impl PageTable {
         Some(c)
     }
 
-    /// Numbers the region of level-2 entry `index` of level-2 node `chunk`, if it has
-    /// no number yet.
-    fn number_region(&mut self, chunk: usize, index: usize, frames: &mut impl NodeFrames) {
+    /// Numbers the region holding `va`, under level-2 entry `index` of level-2 node
+    /// `chunk`, if it has no number yet.
+    fn number_region(&mut self, chunk: usize, index: usize, va: u64, frames: &mut impl NodeFrames) {
         let r = &mut self.regions[self.region_base[chunk] as usize + index];
         if *r == 0 {
-            *r = frames.new_region() + 1;
+            *r = frames.new_region(va >> self.huge_shift << self.huge_shift) + 1;
         }
     }
 
@@ -333,7 +333,7 @@ impl PageTable {
         loop {
             let slot = base + self.index(va, level);
             if level == 2 {
-                self.number_region(base / CHUNK, self.index(va, 2), frames);
+                self.number_region(base / CHUNK, self.index(va, 2), va, frames);
             }
             if level == stop {
                 return Some(slot);
@@ -484,7 +484,7 @@ mod tests {
         fn free_node_frame(&mut self, frame: u64) {
             self.freed.push(frame);
         }
-        fn new_region(&mut self) -> u32 {
+        fn new_region(&mut self, _base: u64) -> u32 {
             self.regions += 1;
             self.regions - 1
         }

@@ -621,9 +621,7 @@ impl Machine<Remap> {
                             return Err(MechError::RemapFull);
                         }
                         let new = self.space.alloc(TierId::FAST, whole_pages, Colour::ANY)?;
-                        for i in 0..ef {
-                            self.space.set_owner(new + i, Owner::Copy { tenant: tenant_addr.0, addr: tenant_addr.1 + (i << 12) });
-                        }
+                        self.space.set_owners(new, ef, Owner::Copy { tenant: tenant_addr.0, addr: tenant_addr.1 });
                         new_entries = 1;
                         self.redirect.insert(old, new, trigger)
                     }

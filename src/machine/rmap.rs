@@ -1,4 +1,4 @@
-//! The reverse map: who owns each physical frame, in 8 bytes per frame.
+//! The reverse map: who owns each physical frame, in 4 bytes per frame.
 
 /// Owner of a physical frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,40 +15,37 @@ pub enum Owner {
     Metadata,
 }
 
-// Two tag bits, then the tenant (16 bits) and the managed-space frame number (45 bits).
-const TAG_SHIFT: u32 = 62;
-const DATA: u64 = 1 << TAG_SHIFT;
-const TABLE: u64 = 2 << TAG_SHIFT;
-const METADATA: u64 = 2 << TAG_SHIFT | 1;
-const COPY: u64 = 3 << TAG_SHIFT;
-const TENANT_SHIFT: u32 = 45;
+// One 32-bit word per frame. 0, 1 and 2 are the owners without a page; a data page or
+// a copy is stored by the page number of its base page (see `page_table`'s module
+// documentation) as `FIRST_PAGE_WORD + 2 × number + copy`, so numbers below 2^31 − 2
+// (8 TiB of managed space ever mapped) fit. The region table turns a number back into
+// the tenant and the address.
+const FREE: u32 = 0;
+const TABLE: u32 = 1;
+const METADATA: u32 = 2;
+const FIRST_PAGE_WORD: u32 = 3;
 
-#[inline]
-fn encode(tag: u64, tenant: u16, addr: u64) -> u64 {
-    tag | (tenant as u64) << TENANT_SHIFT | addr >> 12
+/// The managed-space region a region number stands for.
+#[derive(Clone, Copy, Debug)]
+struct Region {
+    tenant: u16,
+    /// Address of the region's first byte.
+    base: u64,
 }
 
-fn decode(w: u64) -> Owner {
-    let tenant = ((w >> TENANT_SHIFT) & 0xffff) as u16;
-    let addr = (w & ((1 << TENANT_SHIFT) - 1)) << 12;
-    match w >> TAG_SHIFT {
-        0 => Owner::Free,
-        1 => Owner::Data { tenant, addr },
-        2 if w == METADATA => Owner::Metadata,
-        2 => Owner::PageTable,
-        _ => Owner::Copy { tenant, addr },
-    }
-}
-
-/// One owner word per frame of every tier.
+/// One owner word per frame of every tier, and the table of numbered regions: 4 bytes
+/// per frame, plus 16 per huge-page-sized region ever mapped.
 pub struct ReverseMap {
-    words: Vec<u64>,
+    words: Vec<u32>,
+    regions: Vec<Region>,
+    /// log2 of the base pages per region.
+    region_pages_shift: u32,
 }
 
 impl ReverseMap {
-    /// A map of `frames` free frames.
-    pub fn new(frames: u64) -> ReverseMap {
-        ReverseMap { words: vec![0; frames as usize] }
+    /// A map of `frames` free frames, for regions of `1 << huge_shift` bytes.
+    pub fn new(frames: u64, huge_shift: u32) -> ReverseMap {
+        ReverseMap { words: vec![FREE; frames as usize], regions: Vec::new(), region_pages_shift: huge_shift - 12 }
     }
 
     /// Frames the map covers.
@@ -56,25 +53,59 @@ impl ReverseMap {
         self.words.len() as u64
     }
 
+    /// Numbers the region of `tenant`'s managed space that starts at `base`; numbers
+    /// are handed out in order from 0.
+    pub fn new_region(&mut self, tenant: u16, base: u64) -> u32 {
+        self.regions.push(Region { tenant, base });
+        self.regions.len() as u32 - 1
+    }
+
     /// The owner of frame `pfn` (`Free` beyond the map).
     #[inline]
     pub fn owner(&self, pfn: u64) -> Owner {
-        self.words.get(pfn as usize).map_or(Owner::Free, |&w| decode(w))
+        match self.words.get(pfn as usize).copied().unwrap_or(FREE) {
+            FREE => Owner::Free,
+            TABLE => Owner::PageTable,
+            METADATA => Owner::Metadata,
+            w => {
+                let number = ((w - FIRST_PAGE_WORD) >> 1) as u64;
+                let region = self.regions[(number >> self.region_pages_shift) as usize];
+                let addr = region.base + ((number & ((1 << self.region_pages_shift) - 1)) << 12);
+                let tenant = region.tenant;
+                if (w - FIRST_PAGE_WORD) & 1 == 0 {
+                    Owner::Data { tenant, addr }
+                } else {
+                    Owner::Copy { tenant, addr }
+                }
+            }
+        }
     }
 
-    pub fn set(&mut self, pfn: u64, owner: Owner) {
+    /// Records the owner of frame `pfn`. A data page or a copy is stored by its page
+    /// number, which `page_number(tenant, addr)` gives.
+    ///
+    /// # Panics
+    /// If the page number does not fit in a word (more than 8 TiB of managed
+    /// space mapped over the run).
+    pub fn set(&mut self, pfn: u64, owner: Owner, page_number: impl FnOnce(u16, u64) -> u64) {
+        let page_word = |tenant, addr, copy: u32| {
+            let number = page_number(tenant, addr);
+            let word = number.checked_mul(2).and_then(|n| u32::try_from(n).ok()).and_then(|n| n.checked_add(FIRST_PAGE_WORD + copy));
+            word.unwrap_or_else(|| panic!("reverse map: page number {number} does not fit in the reverse map's 32-bit words (more than 8 TiB of managed space mapped)"))
+        };
         self.words[pfn as usize] = match owner {
-            Owner::Free => 0,
-            Owner::Data { tenant, addr } => encode(DATA, tenant, addr),
-            Owner::Copy { tenant, addr } => encode(COPY, tenant, addr),
+            Owner::Free => FREE,
             Owner::PageTable => TABLE,
             Owner::Metadata => METADATA,
+            Owner::Data { tenant, addr } => page_word(tenant, addr, 0),
+            Owner::Copy { tenant, addr } => page_word(tenant, addr, 1),
         };
+        debug_assert_eq!(self.owner(pfn), owner, "the region table gives back the page's tenant and address");
     }
 
     /// Every frame with its owner, for invariant checks.
     pub fn iter(&self) -> impl Iterator<Item = (u64, Owner)> + '_ {
-        self.words.iter().enumerate().map(|(i, &w)| (i as u64, decode(w)))
+        (0..self.frames()).map(|pfn| (pfn, self.owner(pfn)))
     }
 }
 
@@ -84,20 +115,39 @@ mod tests {
 
     #[test]
     fn owners_round_trip() {
-        let mut m = ReverseMap::new(8);
+        // 2 MiB regions: 512 pages each. Region 0 is tenant 3's at 0x7f00_0000_0000,
+        // region 1 tenant 65535's at 0; page numbers are region × 512 + index.
+        let mut m = ReverseMap::new(8, 21);
+        assert_eq!(m.new_region(3, 0x7f00_0000_0000), 0);
+        assert_eq!(m.new_region(65535, 0), 1);
+        let number = |tenant: u16, addr: u64| if tenant == 3 { (addr - 0x7f00_0000_0000) >> 12 } else { 512 + (addr >> 12) };
         let cases = [
             Owner::Data { tenant: 3, addr: 0x7f00_0000_5000 },
             Owner::Copy { tenant: 65535, addr: 0x1000 },
             Owner::PageTable,
             Owner::Metadata,
             Owner::Free,
+            Owner::Data { tenant: 65535, addr: 0x1f_f000 },
+            Owner::Copy { tenant: 3, addr: 0x7f00_0000_0000 },
         ];
         for (i, &o) in cases.iter().enumerate() {
-            m.set(i as u64, o);
+            m.set(i as u64, o, number);
         }
         for (i, &o) in cases.iter().enumerate() {
             assert_eq!(m.owner(i as u64), o);
         }
+        // The words are what the layout says: 3 + 2 × number + copy.
+        assert_eq!(m.words[0], 3 + 2 * 5);
+        assert_eq!(m.words[1], 3 + 2 * 513 + 1);
+        assert_eq!(m.words[5], 3 + 2 * 1023);
         assert_eq!(m.owner(100), Owner::Free, "beyond the map");
+    }
+
+    #[test]
+    #[should_panic(expected = "does not fit")]
+    fn page_numbers_beyond_a_word_are_refused() {
+        let mut m = ReverseMap::new(1, 21);
+        m.new_region(0, 0);
+        m.set(0, Owner::Data { tenant: 0, addr: 0 }, |_, _| 1 << 31);
     }
 }

@@ -17,6 +17,11 @@ use super::{Birthplace, PageRef, TierId};
 use serde::{Deserialize, Serialize};
 use std::ops::ControlFlow;
 
+/// The page number for [`ReverseMap::set`] of an owner that is not a page.
+fn no_page(_tenant: u16, _addr: u64) -> u64 {
+    unreachable!("only data pages and copies are stored by page number")
+}
+
 /// Process or virtual machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -45,32 +50,32 @@ impl NodeFrames for GuestFrames<'_> {
         Some(*self.0 - 1)
     }
     fn free_node_frame(&mut self, _frame: u64) {}
-    fn new_region(&mut self) -> u32 {
+    fn new_region(&mut self, _base: u64) -> u32 {
         0
     }
 }
 
-/// Host frames for page-table nodes: from the fastest tier with room, as Linux
-/// allocates page tables locally; regions numbered across all tenants.
+/// Host frames for page-table nodes of `tenant`'s managed table: from the fastest
+/// tier with room, as Linux allocates page tables locally; regions numbered across all
+/// tenants by the reverse map, which keeps whose each region is.
 struct HostFrames<'a> {
     alloc: &'a mut FrameAllocator,
     rmap: &'a mut ReverseMap,
-    regions: &'a mut u32,
+    tenant: u16,
 }
 
 impl NodeFrames for HostFrames<'_> {
     fn alloc_node_frame(&mut self) -> Option<u64> {
         let f = TierId::first(self.alloc.tier_count()).find_map(|t| self.alloc.alloc(t, Colour::ANY))?;
-        self.rmap.set(f, Owner::PageTable);
+        self.rmap.set(f, Owner::PageTable, no_page);
         Some(f)
     }
     fn free_node_frame(&mut self, frame: u64) {
-        self.rmap.set(frame, Owner::Free);
+        self.rmap.set(frame, Owner::Free, no_page);
         self.alloc.free(frame);
     }
-    fn new_region(&mut self) -> u32 {
-        *self.regions += 1;
-        *self.regions - 1
+    fn new_region(&mut self, base: u64) -> u32 {
+        self.rmap.new_region(self.tenant, base)
     }
 }
 
@@ -176,7 +181,6 @@ pub struct Space {
     alloc: FrameAllocator,
     rmap: ReverseMap,
     placer: Placer,
-    regions: u32,
     /// Per tier: [first frame, one past the last).
     bounds: Vec<(u64, u64)>,
     /// Per tier: free frames first touch leaves alone while another tier has room (an
@@ -194,18 +198,17 @@ impl Space {
     pub(crate) fn new(frames: &[u64], kinds: &[TenantKind], levels: u32, huge_shift: u32, thp: bool, placement: Placement, hide_fast: bool) -> anyhow::Result<Space> {
         let huge_frames = 1u64 << (huge_shift - 12);
         let mut alloc = FrameAllocator::new(frames, huge_frames);
-        let mut rmap = ReverseMap::new(alloc.frame_limit());
+        let mut rmap = ReverseMap::new(alloc.frame_limit(), huge_shift);
         if hide_fast {
             alloc.take_all(TierId::FAST);
             let base = alloc.base(TierId::FAST);
             for f in base..base + alloc.frames(TierId::FAST) {
-                rmap.set(f, Owner::Metadata);
+                rmap.set(f, Owner::Metadata, no_page);
             }
         }
-        let mut regions = 0;
         let mut tenants = Vec::new();
-        for &kind in kinds {
-            let mut hf = HostFrames { alloc: &mut alloc, rmap: &mut rmap, regions: &mut regions };
+        for (ti, &kind) in kinds.iter().enumerate() {
+            let mut hf = HostFrames { alloc: &mut alloc, rmap: &mut rmap, tenant: ti as u16 };
             let table = PageTable::new(levels, huge_shift, &mut hf).ok_or_else(|| anyhow::anyhow!("machine.tiers: no memory left for page tables"))?;
             let guest = (kind == TenantKind::Vm).then(|| {
                 let mut next_gpfn = 0;
@@ -216,7 +219,7 @@ impl Space {
         }
         let bounds = TierId::first(frames.len()).map(|t| (alloc.base(t), alloc.base(t) + alloc.frames(t))).collect();
         let reserve = vec![0; frames.len()];
-        Ok(Space { tenants, alloc, rmap, placer: Placer::new(placement, frames.len()), regions, bounds, reserve, huge_frames, thp })
+        Ok(Space { tenants, alloc, rmap, placer: Placer::new(placement, frames.len()), bounds, reserve, huge_frames, thp })
     }
 
     /// Where first touch puts pages.
@@ -289,8 +292,20 @@ impl Space {
         self.rmap.owner(pfn)
     }
 
-    pub(crate) fn set_owner(&mut self, pfn: u64, owner: Owner) {
-        self.rmap.set(pfn, owner);
+    /// Gives `frames` frames from `pfn` on the owners of a run of base pages: `owner`
+    /// for the first, and for each next frame the same kind of owner of the next base
+    /// page (a huge page's frames, for example).
+    pub(crate) fn set_owners(&mut self, pfn: u64, frames: u64, owner: Owner) {
+        let (Owner::Data { tenant, addr } | Owner::Copy { tenant, addr }) = owner else {
+            (pfn..pfn + frames).for_each(|f| self.rmap.set(f, owner, no_page));
+            return;
+        };
+        let first = self.page_number(tenant, addr);
+        for i in 0..frames {
+            let a = addr + (i << 12);
+            let o = if matches!(owner, Owner::Data { .. }) { Owner::Data { tenant, addr: a } } else { Owner::Copy { tenant, addr: a } };
+            self.rmap.set(pfn + i, o, |_, _| first + i);
+        }
     }
 
     pub(crate) fn reverse_map(&self) -> &ReverseMap {
@@ -359,7 +374,7 @@ impl Space {
     /// Returns a page's frames to the allocator and clears their owners.
     pub(crate) fn release(&mut self, pfn: u64, frames: u64) {
         for f in pfn..pfn + frames {
-            self.rmap.set(f, Owner::Free);
+            self.rmap.set(f, Owner::Free, no_page);
         }
         if frames > 1 {
             self.alloc.free_huge(pfn);
@@ -373,7 +388,7 @@ impl Space {
         (0..frames)
             .map(|_| {
                 let f = self.alloc.alloc(t, Colour::ANY).ok_or_else(|| anyhow::anyhow!("{}: no room for machine metadata", super::TiersConfig::field(t)))?;
-                self.rmap.set(f, Owner::Metadata);
+                self.rmap.set(f, Owner::Metadata, no_page);
                 Ok(f)
             })
             .collect()
@@ -386,7 +401,7 @@ impl Space {
             .map(|_| {
                 let f = self.alloc.alloc_huge(t).ok_or_else(|| anyhow::anyhow!("{}: no room for machine metadata", super::TiersConfig::field(t)))?;
                 for i in 0..self.huge_frames() {
-                    self.rmap.set(f + i, Owner::Metadata);
+                    self.rmap.set(f + i, Owner::Metadata, no_page);
                 }
                 Ok(f)
             })
@@ -506,13 +521,11 @@ impl Space {
         let (t, pfn, huge) = placed?;
         let page = addr & !(self.page_bytes(huge) - 1);
         let frames = if huge { self.huge_frames } else { 1 };
-        let mut hf = HostFrames { alloc: &mut self.alloc, rmap: &mut self.rmap, regions: &mut self.regions };
+        let mut hf = HostFrames { alloc: &mut self.alloc, rmap: &mut self.rmap, tenant };
         self.tenants[ti].table.map(page, pfn, huge, 0, &mut hf)?;
         self.tenants[ti].frames_in[t.index()] += frames;
         self.placer.placed(t, frames);
-        for i in 0..frames {
-            self.rmap.set(pfn + i, Owner::Data { tenant, addr: page + (i << 12) });
-        }
+        self.set_owners(pfn, frames, Owner::Data { tenant, addr: page });
         Some(Placed { addr: page, pfn, huge, frames })
     }
 
@@ -531,13 +544,13 @@ impl Space {
     /// Splits the huge mapping of `region` into a node of base-page entries over the
     /// same frames; returns the node's first slot.
     pub(crate) fn split_mapping(&mut self, tenant: u16, region: u64) -> Result<usize, MechError> {
-        let mut hf = HostFrames { alloc: &mut self.alloc, rmap: &mut self.rmap, regions: &mut self.regions };
+        let mut hf = HostFrames { alloc: &mut self.alloc, rmap: &mut self.rmap, tenant };
         self.tenants[tenant as usize].table.split(region, &mut hf).ok_or(MechError::NoTableFrame)
     }
 
     /// Replaces the base-page node of `region` by one huge leaf of `huge_pfn`.
     pub(crate) fn merge_mapping(&mut self, tenant: u16, region: u64, huge_pfn: u64, flags: u64) {
-        let mut hf = HostFrames { alloc: &mut self.alloc, rmap: &mut self.rmap, regions: &mut self.regions };
+        let mut hf = HostFrames { alloc: &mut self.alloc, rmap: &mut self.rmap, tenant };
         self.tenants[tenant as usize].table.merge(region, huge_pfn, flags, &mut hf);
     }
 

@@ -83,6 +83,7 @@
 //! the whole tier.
 
 use super::calendar::Calendar;
+use super::wear::WearCounters;
 use crate::units::{Capacity, Size};
 use anyhow::{bail, ensure, Result};
 use serde::{Deserialize, Serialize};
@@ -564,17 +565,9 @@ pub struct Tier {
     static_mw_per_gib: f64,
     endurance_writes: u64,
     start_gap_efficiency: f64,
-    /// 64-byte line writes per 4 KiB frame; empty when endurance is unlimited.
-    frame_writes: Vec<u32>,
-    /// Wear increments not yet applied to `frame_writes` (frame + 1; 0 = empty slot).
-    /// The counter array is large and written at random, so each increment first
-    /// prefetches its counter and is applied `WEAR_RING` writes later, when the line
-    /// has arrived; the queries below count pending increments too.
-    pending_wear: [u32; WEAR_RING],
-    pending_pos: usize,
+    /// 64-byte line writes per 4 KiB frame; none when endurance is unlimited.
+    wear: WearCounters,
 }
-
-const WEAR_RING: usize = 16;
 
 /// Hints the host CPU to load the cache line holding `p` (no effect elsewhere).
 #[inline(always)]
@@ -653,9 +646,7 @@ impl Tier {
             static_mw_per_gib: cfg.static_mw_per_gib,
             endurance_writes: cfg.endurance_writes,
             start_gap_efficiency: cfg.start_gap_efficiency,
-            frame_writes: vec![0; frames],
-            pending_wear: [0; WEAR_RING],
-            pending_pos: 0,
+            wear: WearCounters::new(frames),
         })
     }
 
@@ -710,8 +701,8 @@ impl Tier {
         let row_hit = std::mem::replace(&mut self.stream_rows[write as usize][bank], loc.row) == loc.row;
         let k = kind(write, row_hit);
         self.kind_counts[k] += 1;
-        if write && !self.frame_writes.is_empty() {
-            self.count_wear(addr >> FRAME_SHIFT);
+        if write && !self.wear.is_empty() {
+            self.wear.record(addr >> FRAME_SHIFT);
         }
         let occupancy = if write {
             self.drain_cycles
@@ -746,8 +737,8 @@ impl Tier {
         self.banks[bank_index].accesses += 1;
         let k = kind(write, row_hit);
         self.kind_counts[k] += 1;
-        if write && !self.frame_writes.is_empty() {
-            self.count_wear(addr >> FRAME_SHIFT);
+        if write && !self.wear.is_empty() {
+            self.wear.record(addr >> FRAME_SHIFT);
         }
         if write && self.write_queue_cycles > 0 {
             // A posted write joins its channel's queue and drains in the background; it
@@ -781,25 +772,6 @@ impl Tier {
             self.drain_until[ch] += self.burst_cycles;
         }
         Served { finish, device, row_hit }
-    }
-
-    /// Queues one line write to `frame`, applying the oldest queued one.
-    #[inline]
-    fn count_wear(&mut self, frame: u64) {
-        if let Some(w) = self.frame_writes.get(frame as usize) {
-            prefetch(w);
-            let old = std::mem::replace(&mut self.pending_wear[self.pending_pos], frame as u32 + 1);
-            self.pending_pos = (self.pending_pos + 1) % WEAR_RING;
-            if old != 0 {
-                let w = &mut self.frame_writes[old as usize - 1];
-                *w = w.saturating_add(1);
-            }
-        }
-    }
-
-    /// Queued increments for `frame`.
-    fn pending_for(&self, frame: u64) -> u32 {
-        self.pending_wear.iter().filter(|&&p| p as u64 == frame + 1).count() as u32
     }
 
     /// Tier-local address bits that select the channel, least significant first.
@@ -851,7 +823,7 @@ impl Tier {
     /// 64-byte line writes so far to tier-local 4 KiB frame `frame` (0 when the tier's
     /// endurance is unlimited, since wear is then not tracked). Saturates at `u32::MAX`.
     pub fn frame_writes(&self, frame: u64) -> u32 {
-        self.frame_writes.get(frame as usize).map_or(0, |&w| w.saturating_add(self.pending_for(frame)))
+        self.wear.writes(frame)
     }
 
     /// Years until the most-written frame wears out if the write rate of the run so far
@@ -859,9 +831,7 @@ impl Tier {
     /// its 64 lines: `endurance × 64 × seconds / max_frame_writes`. None when endurance
     /// is unlimited, nothing was written or `seconds` is not positive.
     pub fn lifetime_years(&self, seconds: f64) -> Option<f64> {
-        let settled = *self.frame_writes.iter().max()?;
-        let pending = self.pending_wear.iter().filter(|&&p| p != 0).map(|&p| self.frame_writes(p as u64 - 1)).max();
-        let most = settled.max(pending.unwrap_or(0));
+        let most = self.wear.most()?;
         if most == 0 || seconds.is_nan() || seconds <= 0.0 {
             return None;
         }
@@ -1285,13 +1255,13 @@ mod tests {
     }
 
     #[test]
-    fn frame_write_counters_saturate() {
+    fn frame_write_counters_count_past_16_bits() {
         let cfg = TierConfig { endurance_writes: 1, ..small() };
         let mut t = tier(&cfg);
-        t.frame_writes[0] = u32::MAX - 1;
-        t.access(0, true, 0);
-        t.access(64, true, 0);
-        assert_eq!(t.frame_writes(0), u32::MAX);
+        for i in 0..70_000u64 {
+            t.access(i % 64 * 64, true, i * 1000);
+        }
+        assert_eq!(t.frame_writes(0), 70_000, "exact past 16 bits");
     }
 
     #[test]
