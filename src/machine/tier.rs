@@ -77,7 +77,8 @@
 //!
 //! # Wear
 //! When the cell endurance is finite, every 64-byte write (demand or migration) adds one
-//! to a saturating 32-bit counter of its 4 KiB frame: 4 bytes per frame. Lifetime is
+//! to the counter of its 4 KiB frame, exact up to 2^32 − 1, in 2 bytes per frame
+//! (module `wear`). Lifetime is
 //! projected from the most-written frame (writes levelled across its 64 lines, as an
 //! intra-page wear leveller would) and, for comparison, from perfect levelling across
 //! the whole tier.
