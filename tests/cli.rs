@@ -1,6 +1,9 @@
 //! The command line as a user runs it: outputs, and one-line errors with exit code 2
 //! for bad input.
 
+mod common;
+
+use common::Scratch;
 use std::process::{Command, Output};
 
 fn tiersim(args: &[&str]) -> Output {
@@ -50,11 +53,11 @@ fn bad_input_names_the_field() {
 fn rainbow_runs_on_the_default_slow_tier() {
     // The default slow tier is a share of the footprint: the machine adds Rainbow's
     // migration bitmap to it (one 4 KiB frame per 128 MiB of slow tier).
-    let json = std::env::temp_dir().join(format!("tiersim-rainbow-default-{}.json", std::process::id()));
+    let dir = Scratch::new("rainbow-default");
+    let json = dir.join("rainbow-default.json");
     let out = tiersim(&["run", "--policy", "rainbow", "--footprint", "64MiB", "--refs", "200000", "--json", json.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    std::fs::remove_file(&json).ok();
     // 64 MiB of data plus the bitmap, rounded up to a 2 MiB huge page.
     assert_eq!(r["tiers"][1]["capacity_bytes"].as_u64(), Some(66 << 20));
     assert!(r["copies"]["bitmap_checks"].as_u64().unwrap() > 0);
@@ -64,7 +67,8 @@ fn rainbow_runs_on_the_default_slow_tier() {
 fn pages_a_policy_brings_into_the_fast_tier_are_not_a_full_slow_tier() {
     // hscc-4k places every page in the slow tier and copies hot ones into DRAM; with a
     // slow tier that holds the footprint, no page was born in the fast tier.
-    let json = std::env::temp_dir().join(format!("tiersim-hscc-note-{}.json", std::process::id()));
+    let dir = Scratch::new("hscc-note");
+    let json = dir.join("hscc-note.json");
     let out = tiersim(&[
         "run", "--preset", "rainbow", "--policy", "hscc-4k", "--workload", "hotspot", "--footprint", "64MiB", "--refs", "2000000",
         "--set", "machine.tiers.fast.capacity=\"16MiB\"", "--set", "machine.tiers.slow.capacity=\"128MiB\"",
@@ -72,7 +76,6 @@ fn pages_a_policy_brings_into_the_fast_tier_are_not_a_full_slow_tier() {
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    std::fs::remove_file(&json).ok();
     assert!(r["mechanisms"]["copy_in"]["pages"].as_u64().unwrap() > 0, "{}", r["mechanisms"]);
     let notes = r["notes"].as_array().unwrap();
     assert!(!notes.iter().any(|n| n.as_str().unwrap().contains("filled up")), "{notes:?}");
@@ -80,8 +83,7 @@ fn pages_a_policy_brings_into_the_fast_tier_are_not_a_full_slow_tier() {
 
 #[test]
 fn slowdown_after_warmup_is_reported() {
-    let dir = std::env::temp_dir().join(format!("tiersim-cli-warm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli-warm");
     let json = dir.join("r.json");
     let args = ["run", "--workload", "hotspot", "--footprint", "32MiB", "--refs", "400000", "--policy", "all-slow", "--slowdown-vs", "all-fast"];
     let out = tiersim(&[&args[..], &["--warmup", "0.5", "--json", json.to_str().unwrap()]].concat());
@@ -99,8 +101,7 @@ fn slowdown_after_warmup_is_reported() {
 
 #[test]
 fn run_writes_json_and_csv() {
-    let dir = std::env::temp_dir().join(format!("tiersim-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli");
     let json = dir.join("r.json");
     let csv = dir.join("r.csv");
     let out = tiersim(&[
@@ -165,7 +166,8 @@ fn policies_and_config_commands() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("huge_page = \"512KiB\""));
     // The printed configuration is accepted back as a config file.
-    let path = std::env::temp_dir().join(format!("tiersim-spar-{}.toml", std::process::id()));
+    let dir = Scratch::new("spar");
+    let path = dir.join("spar.toml");
     std::fs::write(&path, text.as_bytes()).unwrap();
     let again = tiersim(&["config", "--config", path.to_str().unwrap()]);
     assert_eq!(String::from_utf8_lossy(&again.stdout), text);
@@ -183,8 +185,7 @@ fn demo_runs_the_baselines() {
 
 #[test]
 fn application_workload_runs_over_its_own_footprint() {
-    let dir = std::env::temp_dir().join(format!("tiersim-cli-app-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli-app");
     let json = dir.join("bfs.json");
     let out = tiersim(&[
         "run",
@@ -211,8 +212,7 @@ fn application_workload_runs_over_its_own_footprint() {
 
 #[test]
 fn tenants_run_one_vm_per_core_with_their_fast_share() {
-    let dir = std::env::temp_dir().join(format!("tiersim-cli-tenants-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli-tenants");
     let json = dir.join("vms.json");
     let out = tiersim(&[
         "run",

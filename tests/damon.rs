@@ -3,6 +3,9 @@
 //! epoch), and its command line. DAMON's intervals are scaled down (a sampling
 //! interval of tens of µs) so that many aggregations fit in runs of 10⁵–10⁶ references.
 
+mod common;
+
+use common::Scratch;
 use std::process::{Command, Output};
 use tiersim::config::{Config, Sources};
 use tiersim::engine::{run, RunOptions};
@@ -146,8 +149,7 @@ fn the_command_line_lists_runs_and_refuses_impossible_parameters() {
     for key in ["damon-tiering", "sample_us = 5000", "aggr_us = 100000", "min_nr_regions = 10", "cold_min_age_us = 30000000", "hot_min_nr_accesses = 1", "wmarks_metric = \"none\""] {
         assert!(text.contains(key), "`tiersim policies` lacks {key}");
     }
-    let dir = std::env::temp_dir().join(format!("tiersim-damon-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("damon");
     let json = dir.join("run.json").to_str().unwrap().to_string();
     let out = tiersim(&["run", "--preset", "cxl", "--workload", "hotspot", "--policy", "damon-tiering", "--footprint", "8MiB", "--refs", "300000", "--set", "policy.damon-tiering.sample_us=100", "--set", "policy.damon-tiering.aggr_us=2000", "--json", &json]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::without_wall_time;
+use common::{without_wall_time, Scratch};
 use tiersim::config::{Config, Sources};
 use tiersim::engine::{run, RunOptions};
 use tiersim::policy::registry::POLICIES;
@@ -657,7 +657,8 @@ fn hmmv_passes_verify_on_every_workload_with_every_migration_variant() {
 /// hits counted only where their check was charged).
 #[test]
 fn rainbows_translation_breakdown_adds_up() {
-    let json = common::temp("end-to-end", "rainbow.json");
+    let dir = Scratch::new("end-to-end");
+    let json = dir.file("rainbow.json");
     let out = common::tiersim(&["run", "--preset", "rainbow", "--workload", "zipf", "--footprint", "64MiB", "--refs", "400000", "--json", &json]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();

@@ -50,7 +50,8 @@ fn fnv(bytes: &[u8]) -> u64 {
 
 /// The hash of the run's JSON report without its `sim` section.
 fn report_hash(bin: &str, args: &str, i: usize) -> u64 {
-    let json = common::temp("golden", &format!("run{i}.json"));
+    let dir = common::Scratch::new("golden");
+    let json = dir.file(&format!("run{i}.json"));
     let mut cmd = Command::new(bin);
     cmd.arg("run").args(args.split_whitespace()).arg("--json").arg(&json);
     let out = cmd.output().unwrap();

@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{temp, tiersim};
+use common::{tiersim, Scratch};
 use serde_json::Value;
 use std::process::{Child, Command, Stdio};
 use tiersim::config::{Config, Sources};
@@ -133,9 +133,10 @@ fn check_drawn(html: &str, page: &str, name: &str) -> Vec<String> {
     if !browser() {
         return Vec::new();
     }
-    let profile = |i: u32| temp(SUITE, &format!("{name}-profile-{i}"));
+    let dir = Scratch::new(SUITE);
+    let profile = |i: u32| dir.file(&format!("{name}-profile-{i}"));
     // The layout and the screenshot in windows of the same size, side by side.
-    let png = temp(SUITE, &format!("{name}.png"));
+    let png = dir.file(&format!("{name}.png"));
     let layout = chromium(html, "--dump-dom", &profile(0)).spawn().unwrap();
     let screenshot = chromium(html, &format!("--screenshot={png}"), &profile(1)).spawn().unwrap();
     let boxes = plot_boxes(&finish(layout, "--dump-dom"));
@@ -171,10 +172,10 @@ fn check_drawn(html: &str, page: &str, name: &str) -> Vec<String> {
     titles
 }
 
-/// Runs `tiersim run ARGS --json`, then `tiersim report` on it; returns the page's
-/// path and text.
-fn report_of_run(name: &str, args: &[&str]) -> (String, String) {
-    let (json, html) = (temp(SUITE, &format!("{name}.json")), temp(SUITE, &format!("{name}.html")));
+/// Runs `tiersim run ARGS --json`, then `tiersim report` on it, in `dir`; returns the
+/// page's path and text.
+fn report_of_run(dir: &Scratch, name: &str, args: &[&str]) -> (String, String) {
+    let (json, html) = (dir.file(&format!("{name}.json")), dir.file(&format!("{name}.html")));
     let mut all = vec!["run"];
     all.extend(args);
     all.extend(["--json", &json]);
@@ -191,7 +192,8 @@ const EPOCH_PANELS: [&str; 5] = ["Fast-tier share", "Page moves per epoch", "Ins
 #[test]
 fn a_runs_page_draws_every_epoch_series_in_a_browser() {
     let args = ["--policy", "tpp", "--workload", "kv", "--footprint", "64MiB", "--refs", "2000000", "--set", "engine.epoch_cycles=2000000"];
-    let (html, page) = report_of_run("tpp", &args);
+    let dir = Scratch::new(SUITE);
+    let (html, page) = report_of_run(&dir, "tpp", &args);
     assert_self_contained(&page, "tpp");
     assert!(page.contains("<title>tiersim run: tpp on kv</title>"));
     for title in EPOCH_PANELS {
@@ -217,7 +219,8 @@ fn thermostats_page_draws_its_slow_access_rate_against_the_target() {
         "--set",
         "engine.epoch_cycles=5000000",
     ];
-    let (html, page) = report_of_run("thermostat", &args);
+    let dir = Scratch::new(SUITE);
+    let (html, page) = report_of_run(&dir, "thermostat", &args);
     assert_self_contained(&page, "thermostat");
     let wanted = ["Thermostat: slow-memory access rate against its target", "periods: bytes (MiB)", "periods: count"];
     for title in wanted {
@@ -262,7 +265,8 @@ fn a_sweeps_page_draws_normalised_bars_in_a_browser() {
     assert!(page.contains("<td>memory exhausted (a failure made up by the test)</td>"), "the failed run is listed with its error");
     assert!(page.contains("Seeds: each bar averages the runs of every seed"));
     assert!(page.contains("Bars are relative to the run of first-touch with the same machine.tiers.fast.capacity, seed"));
-    let html = temp(SUITE, "sweep.html");
+    let dir = Scratch::new(SUITE);
+    let html = dir.file("sweep.html");
     std::fs::write(&html, &page).unwrap();
     let drawn = check_drawn(&html, &page, "sweep");
     assert!(drawn.is_empty() || drawn.len() == 10, "drawn: {drawn:?}");
@@ -270,7 +274,8 @@ fn a_sweeps_page_draws_normalised_bars_in_a_browser() {
 
 #[test]
 fn compares_json_becomes_one_page_with_every_runs_series() {
-    let (json, html) = (temp(SUITE, "compare.json"), temp(SUITE, "compare.html"));
+    let dir = Scratch::new(SUITE);
+    let (json, html) = (dir.file("compare.json"), dir.file("compare.html"));
     let args = ["compare", "--policies", "first-touch,tpp", "--workload", "kv", "--footprint", "32MiB", "--refs", "300000", "--json", &json];
     let out = tiersim(&args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -284,13 +289,14 @@ fn compares_json_becomes_one_page_with_every_runs_series() {
 
 #[test]
 fn bad_inputs_get_one_line_naming_the_file_and_exit_code_2() {
-    let (text, not_report, empty, db) = (temp(SUITE, "text.json"), temp(SUITE, "other.json"), temp(SUITE, "empty.json"), temp(SUITE, "sweep.db"));
+    let dir = Scratch::new(SUITE);
+    let (text, not_report, empty, db) = (dir.file("text.json"), dir.file("other.json"), dir.file("empty.json"), dir.file("sweep.db"));
     std::fs::write(&text, "not json").unwrap();
     std::fs::write(&not_report, "{\"summary\": {}}").unwrap();
     std::fs::write(&empty, "[]").unwrap();
     std::fs::write(&db, "").unwrap();
-    let missing = temp(SUITE, "missing.json");
-    let out = temp(SUITE, "bad.html");
+    let missing = dir.file("missing.json");
+    let out = dir.file("bad.html");
     let cases = [
         (&missing, "cannot read: No such file or directory"),
         (&text, "not JSON: expected ident at line 1 column 2"),

@@ -8,16 +8,12 @@
 
 mod common;
 
-use common::tiersim;
+use common::{tiersim, Scratch};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 use tiersim::trace::inspect::inspect;
 use tiersim::trace::{open, OpenOptions};
-
-fn temp(name: &str) -> String {
-    common::temp("record", name)
-}
 
 /// Whether every tool in `tools` runs; if not, says which test is skipped.
 fn have(tools: &[&str], test: &str) -> bool {
@@ -30,18 +26,20 @@ fn have(tools: &[&str], test: &str) -> bool {
     true
 }
 
-/// Builds `tests/programs/NAME.c` with `flags`; the path of the executable.
-fn build(name: &str, flags: &[&str]) -> String {
+/// Builds `tests/programs/NAME.c` with `flags` into `dir`; the path of the
+/// executable.
+fn build(dir: &Scratch, name: &str, flags: &[&str]) -> String {
     let src = format!("{}/tests/programs/{name}.c", env!("CARGO_MANIFEST_DIR"));
-    let exe = temp(name);
+    let exe = dir.file(name);
     let out = Command::new("cc").args(["-O1", "-o", &exe, &src]).args(flags).output().unwrap();
     assert!(out.status.success(), "cc {src}: {}", String::from_utf8_lossy(&out.stderr));
     exe
 }
 
-/// Records `program` with `via` (and any options) into a fresh trace; its path.
-fn record(via: &str, name: &str, options: &[&str], program: &[&str]) -> String {
-    let path = temp(name);
+/// Records `program` with `via` (and any options) into a fresh trace in `dir`; its
+/// path.
+fn record(dir: &Scratch, via: &str, name: &str, options: &[&str], program: &[&str]) -> String {
+    let path = dir.file(name);
     let mut args = vec!["record", "--via", via, "--out", &path];
     args.extend_from_slice(options);
     args.push("--");
@@ -57,16 +55,17 @@ fn json(path: &str) -> serde_json::Value {
 
 #[test]
 fn qemu_and_lackey_agree_on_a_tiny_program() {
+    let dir = Scratch::new("record");
     if !have(&["cc", "qemu-x86_64", "valgrind"], "the recorder comparison") {
         return;
     }
     // Statically linked, so valgrind's preloaded libraries (and their loading) do
     // not add to its side: what remains is how each lays out the stack and the
     // program's start-up (see docs/recording.md).
-    let exe = build("sweep", &["-static"]);
+    let exe = build(&dir, "sweep", &["-static"]);
     let mut figures = Vec::new();
     for via in ["qemu", "lackey"] {
-        let path = record(via, &format!("sweep-{via}.tsim"), &[], &[&exe]);
+        let path = record(&dir, via, &format!("sweep-{via}.tsim"), &[], &[&exe]);
         let mut o = open(&path, &OpenOptions::default()).unwrap();
         let r = inspect(o.source.as_mut(), 1 << 20).unwrap();
         figures.push((r.pages_4k as f64, r.references as f64, r.writes as f64));
@@ -81,11 +80,12 @@ fn qemu_and_lackey_agree_on_a_tiny_program() {
 
 #[test]
 fn threads_become_cores_with_their_own_accesses() {
+    let dir = Scratch::new("record");
     if !have(&["cc", "qemu-x86_64"], "the threads test") {
         return;
     }
-    let exe = build("threads", &["-pthread"]);
-    let path = record("qemu", "threads.tsim", &[], &[&exe]);
+    let exe = build(&dir, "threads", &["-pthread"]);
+    let path = record(&dir, "qemu", "threads.tsim", &[], &[&exe]);
     let all = common::read_all(&path, &OpenOptions::default());
     // Each thread fills and sums its own 1 MiB array: 2 × 131072 accesses, 1024 to
     // each of its 256 pages (257 if the arrays are not page-aligned, when
@@ -110,7 +110,7 @@ fn threads_become_cores_with_their_own_accesses() {
         }
     }
     // `run --trace` replays the four threads on four cores of one process.
-    let out_json = temp("threads.json");
+    let out_json = dir.file("threads.json");
     let out = tiersim(&["run", "--trace", &path, "--json", &out_json]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v = json(&out_json);
@@ -128,11 +128,12 @@ fn threads_become_cores_with_their_own_accesses() {
 
 #[test]
 fn a_forked_child_is_not_recorded() {
+    let dir = Scratch::new("record");
     if !have(&["cc", "qemu-x86_64"], "the fork test") {
         return;
     }
-    let exe = build("fork", &[]);
-    let path = record("qemu", "fork.tsim", &[], &[&exe]);
+    let exe = build(&dir, "fork", &[]);
+    let path = record(&dir, "qemu", "fork.tsim", &[], &[&exe]);
     let mut pages: BTreeMap<u64, u64> = BTreeMap::new();
     for a in common::read_all(&path, &OpenOptions::default()) {
         assert_eq!(a.core, 0, "the child's QEMU wrote into the parent's ring");
@@ -148,16 +149,17 @@ fn a_forked_child_is_not_recorded() {
 
 #[test]
 fn windows_keep_what_they_say_with_both_recorders() {
+    let dir = Scratch::new("record");
     if !have(&["cc", "qemu-x86_64", "valgrind"], "the windows test") {
         return;
     }
-    let exe = build("sweep", &["-static"]);
+    let exe = build(&dir, "sweep", &["-static"]);
     // Skip 100 000 instructions, then 50 000 of every 500 000 for 2 000 000: four
     // windows, 200 000 instructions. The program runs about 4.2 M instructions, so
     // it is stopped at the limit.
     let options = ["--skip", "100k", "--limit", "2M", "--window", "50k", "--period", "500k"];
     for via in ["qemu", "lackey"] {
-        let path = record(via, &format!("windows-{via}.tsim"), &options, &[&exe]);
+        let path = record(&dir, via, &format!("windows-{via}.tsim"), &options, &[&exe]);
         let mut o = open(&path, &OpenOptions::default()).unwrap();
         let r = inspect(o.source.as_mut(), 1 << 20).unwrap();
         assert!((199_000..=200_000).contains(&r.instructions), "{via}: {} instructions", r.instructions);
@@ -167,7 +169,7 @@ fn windows_keep_what_they_say_with_both_recorders() {
         assert!((10.4..10.6).contains(&sampled.scale), "{via}: scale {}", sampled.scale);
         let text = String::from_utf8_lossy(&tiersim(&["inspect", &path]).stdout).to_string();
         assert!(text.contains("sampled           50000 of every 500000 instructions, from instruction 100000"), "{text}");
-        let out_json = temp(&format!("windows-{via}.json"));
+        let out_json = dir.file(&format!("windows-{via}.json"));
         let out = tiersim(&["run", "--trace", &path, "--json", &out_json]);
         let summary = String::from_utf8_lossy(&out.stdout);
         assert!(summary.contains("multiply totals"), "{summary}");
@@ -194,7 +196,8 @@ fn record_fails(args: &[&str], needles: &[&str]) {
 
 #[test]
 fn bad_input_is_one_line_and_no_trace_passes_for_complete() {
-    let out = temp("never.tsim");
+    let dir = Scratch::new("record");
+    let out = dir.file("never.tsim");
     for via in ["qemu", "lackey"] {
         record_fails(&["record", "--via", via, "--out", &out, "--", "/nonexistent/program"], &["program `/nonexistent/program` not found"]);
     }
@@ -208,8 +211,8 @@ fn bad_input_is_one_line_and_no_trace_passes_for_complete() {
         }
         // A program that crashes: the trace keeps its blocks but no trailer, and
         // readers report it as truncated.
-        let exe = build("crash", &[]);
-        let path = temp(&format!("crash-{via}.tsim"));
+        let exe = build(&dir, "crash", &[]);
+        let path = dir.file(&format!("crash-{via}.tsim"));
         record_fails(&["record", "--via", via, "--out", &path, "--", &exe], &["was killed by signal 11 (SIGSEGV", "without a trailer", "truncated"]);
         let inspected = tiersim(&["inspect", &path]);
         assert_eq!(inspected.status.code(), Some(2));

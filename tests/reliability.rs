@@ -3,8 +3,11 @@
 //! run passes for whole, and nothing given is ignored without a word (issue 20,
 //! items 1–10). The README's tour is run, shrunk, in `tests/tour.rs`.
 
+mod common;
+
+use common::Scratch;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use tiersim::progress::Progress;
@@ -19,12 +22,9 @@ fn tiersim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tiersim")).args(args).output().unwrap()
 }
 
-/// A fresh, empty directory for one test.
-fn fresh_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tiersim-rel-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh, empty directory for one test, removed when it ends.
+fn fresh_dir(name: &str) -> Scratch {
+    Scratch::new(&format!("rel-{name}"))
 }
 
 fn s(p: &Path) -> &str {

@@ -13,7 +13,8 @@ const WINDOWS: [&str; 6] =
     ["--set", "engine.sampled.period_refs=4000000", "--set", "engine.sampled.detailed_refs=600000", "--set", "engine.sampled.warmup_refs=400000"];
 
 fn run(args: &[&str], mode: &str, name: &str) -> Value {
-    let json = common::temp("sampled", &format!("{name}-{mode}.json"));
+    let dir = common::Scratch::new("sampled");
+    let json = dir.file(&format!("{name}-{mode}.json"));
     let mut all: Vec<&str> = vec!["run", "--mode", mode, "--json", &json];
     all.extend_from_slice(args);
     if mode == "sampled" {

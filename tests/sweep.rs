@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{temp, tiersim};
+use common::{tiersim, Scratch};
 use rusqlite::Connection;
 use serde_json::Value;
 use std::process::{Command, Stdio};
@@ -39,7 +39,8 @@ fn comparable(mut v: Value) -> Value {
 
 #[test]
 fn a_sweep_stores_what_run_reports() {
-    let db = temp("sweep", "same.db");
+    let dir = Scratch::new("sweep");
+    let db = dir.file("same.db");
     let out = sweep(&db, &["--axis", "policy=first-touch,tpp", "--axis", "seed=1,2", "-j", "2"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("4 runs in"), "{}", text(&out));
@@ -47,7 +48,7 @@ fn a_sweep_stores_what_run_reports() {
     let (policy, seed, report): (String, String, String) =
         c.query_row("SELECT policy, seed, report FROM runs WHERE policy = 'tpp' AND seed = '2'", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
     assert_eq!((policy.as_str(), seed.as_str()), ("tpp", "2"));
-    let json = temp("sweep", "tpp-2.json");
+    let json = dir.file("tpp-2.json");
     let mut args = BASE.to_vec();
     args.extend(["--policy", "tpp", "--seed", "2", "--json", &json]);
     let run = tiersim(&[&["run"], args.as_slice()].concat());
@@ -63,7 +64,7 @@ fn a_sweep_stores_what_run_reports() {
     let again = sweep(&db, &["--axis", "policy=first-touch,tpp", "--axis", "seed=1,2"]);
     assert!(text(&again).contains("4 already there, 0 run now"), "{}", text(&again));
     // One job or two: the same figures.
-    let db1 = temp("sweep", "one-job.db");
+    let db1 = dir.file("one-job.db");
     assert!(sweep(&db1, &["--axis", "policy=first-touch,tpp", "--axis", "seed=1,2", "-j", "1"]).status.success());
     let summaries = |db: &str| -> Vec<(String, Value)> {
         let c = Connection::open(db).unwrap();
@@ -81,7 +82,8 @@ fn a_sweep_stores_what_run_reports() {
 
 #[test]
 fn a_killed_sweep_finishes_with_nothing_lost_or_twice() {
-    let db = temp("sweep", "killed.db");
+    let dir = Scratch::new("sweep");
+    let db = dir.file("killed.db");
     let args: Vec<String> = ["sweep", "--db", &db, "-j", "1", "--workload", "kv", "--footprint", "32MiB", "--refs", "1500000", "--axis", "policy=first-touch,tpp,lru,kstaled,nimble,all-fast"]
         .map(String::from)
         .to_vec();
@@ -112,7 +114,8 @@ fn a_killed_sweep_finishes_with_nothing_lost_or_twice() {
 
 #[test]
 fn a_failed_run_is_recorded_and_the_others_go_on() {
-    let db = temp("sweep", "failed.db");
+    let dir = Scratch::new("sweep");
+    let db = dir.file("failed.db");
     // 4 GiB of kv does not fit 1 GiB + 256 MiB of tiers: that run fails at set-up.
     let args = |more: &[&'static str]| -> Vec<&str> {
         let mut a = vec!["sweep", "--db", &db, "--workload", "kv", "--refs", "300000", "--set", "machine.tiers.slow.capacity=1GiB", "--set", "machine.tiers.fast.capacity=256MiB"];
@@ -141,7 +144,8 @@ fn a_failed_run_is_recorded_and_the_others_go_on() {
 
 #[test]
 fn bad_input_stops_the_sweep_before_any_run() {
-    let db = temp("sweep", "bad.db");
+    let dir = Scratch::new("sweep");
+    let db = dir.file("bad.db");
     for (axis, says) in [
         ("polcy=tpp", "`polcy` is not a run option"),
         ("policy=tpp,nope", "unknown policy `nope`"),
@@ -154,19 +158,19 @@ fn bad_input_stops_the_sweep_before_any_run() {
         assert!(err.contains(says), "{axis}: {err}");
         assert!(!std::path::Path::new(&db).exists(), "no store is made for a bad spec");
     }
-    let spec = temp("sweep", "bad.toml");
+    let spec = dir.file("bad.toml");
     std::fs::write(&spec, "[run]\nworkload = \"kv\"\n[axes]\npolicy = [\"tpp\"]\nruns = 3\n").unwrap();
     let out = tiersim(&["sweep", &spec]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad.toml: axes.runs: `runs` is not a run option"), "{}", text(&out));
     // A database of another schema, or a file that is not a store.
-    let old = temp("sweep", "old.db");
+    let old = dir.file("old.db");
     assert!(sweep(&old, &["--axis", "policy=first-touch"]).status.success());
     Connection::open(&old).unwrap().execute("UPDATE meta SET value = '999' WHERE key = 'schema'", []).unwrap();
     let out = sweep(&old, &["--axis", "policy=first-touch"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("store schema 999; this tiersim"), "{}", text(&out));
-    let junk = temp("sweep", "junk.db");
+    let junk = dir.file("junk.db");
     std::fs::write(&junk, "not a database at all, just text that is long enough to have a header").unwrap();
     let out = sweep(&junk, &["--axis", "policy=first-touch"]);
     assert_eq!(out.status.code(), Some(2));
@@ -177,7 +181,8 @@ fn bad_input_stops_the_sweep_before_any_run() {
 
 #[test]
 fn a_spec_file_and_flags_make_the_same_runs() {
-    let spec = temp("sweep", "study.toml");
+    let dir = Scratch::new("sweep");
+    let spec = dir.file("study.toml");
     std::fs::write(
         &spec,
         "baseline = \"first-touch\"\n[run]\nworkload = \"kv\"\nfootprint = \"32MiB\"\nrefs = 300000\n[axes]\npolicy = [\"first-touch\", \"tpp\"]\n'machine.tiers.fast.capacity' = [\"25%\", \"50%\"]\n",
@@ -198,9 +203,10 @@ fn a_spec_file_and_flags_make_the_same_runs() {
 
 #[test]
 fn a_store_becomes_one_html_page() {
-    let db = temp("sweep", "page.db");
+    let dir = Scratch::new("sweep");
+    let db = dir.file("page.db");
     assert!(sweep(&db, &["--name", "kv-policies", "--axis", "policy=first-touch,tpp", "--axis", "seed=1,2"]).status.success());
-    let page = temp("sweep", "page.html");
+    let page = dir.file("page.html");
     let out = tiersim(&["report", &db, "-o", &page]);
     assert!(out.status.success(), "{}", text(&out));
     let html = std::fs::read_to_string(&page).unwrap();
@@ -209,7 +215,7 @@ fn a_store_becomes_one_html_page() {
     let out = tiersim(&["report", &db, "--sweep", "nope", "-o", &page]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no sweep named nope (it has: kv-policies)"), "{}", text(&out));
-    let empty = temp("sweep", "empty.db");
+    let empty = dir.file("empty.db");
     Connection::open(&empty).unwrap().execute("CREATE TABLE t (x)", []).unwrap();
     let out = tiersim(&["report", &empty, "-o", &page]);
     assert_eq!(out.status.code(), Some(2));

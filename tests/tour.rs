@@ -6,6 +6,9 @@
 //! appended that scale its time (epochs, periods) to the shorter run. A tour command
 //! without an entry in [`expectations`], or an entry without its command, fails.
 
+mod common;
+
+use common::Scratch;
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -358,9 +361,7 @@ fn prepare_inputs(dir: &Path) {
 
 #[test]
 fn every_readme_tour_command_shows_what_it_claims() {
-    let dir = std::env::temp_dir().join(format!("tiersim-tour-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("tour");
     prepare_inputs(&dir);
     let commands = tour_commands();
     let table = expectations();
@@ -380,7 +381,7 @@ fn every_readme_tour_command_shows_what_it_claims() {
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(out.status.success(), "`{cmd}` shrunk to {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         let json = json.is_file().then(|| serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap());
-        check(&Ran { stdout, json, dir: dir.clone() });
+        check(&Ran { stdout, json, dir: dir.to_path_buf() });
     }
 }
 

@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::tiersim;
+use common::{tiersim, Scratch};
 use std::io::Write;
 use std::process::Command;
 use tiersim::trace::champsim;
@@ -27,10 +27,6 @@ use tiersim::trace::{open, Access, Format, OpenOptions, WRITE};
 
 fn data(name: &str) -> String {
     format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn temp(name: &str) -> String {
-    common::temp("traces", name)
 }
 
 fn read_all(path: &str, format: Option<Format>) -> Vec<Access> {
@@ -112,8 +108,8 @@ fn write_text(format: Format, records: &[Access]) -> String {
     s
 }
 
-fn convert_and_read(input: &str, format: &str) -> Vec<Access> {
-    let native = temp(&format!("{format}.tsim"));
+fn convert_and_read(dir: &Scratch, input: &str, format: &str) -> Vec<Access> {
+    let native = dir.file(&format!("{format}.tsim"));
     let out = tiersim(&["convert", input, &native]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     read_all(&native, Some(Format::Native))
@@ -121,20 +117,21 @@ fn convert_and_read(input: &str, format: &str) -> Vec<Access> {
 
 #[test]
 fn every_format_round_trips_through_native() {
+    let dir = Scratch::new("traces");
     let original = read_all(&data("true.tsim"), None);
     // Lackey: the real capture, directly and through the native format.
     let lk = read_all(&data("true.lk.xz"), None);
-    assert_eq!(convert_and_read(&data("true.lk.xz"), "lackey"), lk);
+    assert_eq!(convert_and_read(&dir, &data("true.lk.xz"), "lackey"), lk);
     // The text formats, written from the recorded accesses.
     for format in [Format::Pin, Format::RamulatorCpu, Format::RamulatorDram, Format::Ramulator2] {
-        let path = temp(&format!("trace.{format}"));
+        let path = dir.file(&format!("trace.{format}"));
         std::fs::write(&path, write_text(format, &original)).unwrap();
         let direct = read_all(&path, None);
         assert_eq!(direct.len(), original.len(), "{format}");
         for (a, b) in direct.iter().zip(&original) {
             assert_eq!((a.vaddr, a.is_write()), (b.vaddr, b.is_write()), "{format}");
         }
-        assert_eq!(convert_and_read(&path, format.name()), direct, "{format}");
+        assert_eq!(convert_and_read(&dir, &path, format.name()), direct, "{format}");
     }
     // ChampSim: one record per access, compressed with xz as ChampSim traces are.
     let mut bytes = Vec::new();
@@ -144,13 +141,13 @@ fn every_format_round_trips_through_native() {
     }
     let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
     xz.write_all(&bytes).unwrap();
-    let path = temp("trace.champsim.xz");
+    let path = dir.file("trace.champsim.xz");
     std::fs::write(&path, xz.finish().unwrap()).unwrap();
     let direct = read_all(&path, None);
     assert_eq!(direct.iter().map(|a| (a.vaddr, a.is_write())).collect::<Vec<_>>(), original.iter().map(|a| (a.vaddr, a.is_write())).collect::<Vec<_>>());
-    assert_eq!(convert_and_read(&path, "champsim"), direct);
+    assert_eq!(convert_and_read(&dir, &path, "champsim"), direct);
     // Native to native keeps everything.
-    assert_eq!(convert_and_read(&data("true.tsim"), "native"), original);
+    assert_eq!(convert_and_read(&dir, &data("true.tsim"), "native"), original);
 }
 
 /// `inspect` on a configuration's workload: each core's stream in its tenant, with
@@ -158,8 +155,9 @@ fn every_format_round_trips_through_native() {
 /// trace's row twice and twice its pages in total.
 #[test]
 fn inspect_reads_a_configured_workload_and_reports_huge_page_use_per_tenant() {
+    let dir = Scratch::new("traces");
     let rows = |args: &[&str]| -> Vec<serde_json::Value> {
-        let out = temp(&format!("inspect-{}.json", args.len()));
+        let out = dir.file(&format!("inspect-{}.json", args.len()));
         let mut all = args.to_vec();
         all.extend(["--json", &out]);
         let run = tiersim(&all);
@@ -195,7 +193,8 @@ fn inspect_reads_a_configured_workload_and_reports_huge_page_use_per_tenant() {
 
 #[test]
 fn bad_traces_fail_with_file_line_and_exit_code_2() {
-    let path = temp("bad.lk");
+    let dir = Scratch::new("traces");
+    let path = dir.file("bad.lk");
     std::fs::write(&path, "I  00400000,3\n L 00601000,8\n L 00601000 8\nI  00400003,2\n").unwrap();
     bad(&["inspect", &path], &format!("{path}:3: missing `,size` ( L 00601000 8)"));
     bad(&["run", "--trace", &path], &format!("{path}:3:"));
@@ -208,16 +207,16 @@ fn bad_traces_fail_with_file_line_and_exit_code_2() {
     bad(&["inspect", &path, "--format", "native"], "not a tiersim native trace");
     // Truncated compressed and native streams.
     let xz = std::fs::read(data("true.lk.xz")).unwrap();
-    let cut = temp("cut.lk.xz");
+    let cut = dir.file("cut.lk.xz");
     std::fs::write(&cut, &xz[..xz.len() / 2]).unwrap();
     bad(&["inspect", &cut], "truncated xz stream");
     let native = std::fs::read(data("gzip.tsim")).unwrap();
-    let cut = temp("cut.tsim");
+    let cut = dir.file("cut.tsim");
     std::fs::write(&cut, &native[..native.len() - 100]).unwrap();
     bad(&["inspect", &cut], "truncated");
     bad(&["run", "--trace", &cut], "truncated");
     // Addresses: beyond 57 bits in the reader; beyond 48 bits needs 5-level tables.
-    let far = temp("far.ls");
+    let far = dir.file("far.ls");
     std::fs::write(&far, "LD 0x1000\nST 0x200000000000000\n").unwrap();
     bad(&["inspect", &far], &format!("{far}:2: address beyond the 57-bit virtual address space"));
     std::fs::write(&far, "LD 0x1000\nST 0x1000000000000\n").unwrap();
@@ -242,8 +241,9 @@ fn bad_traces_fail_with_file_line_and_exit_code_2() {
 
 #[test]
 fn run_replays_traces_one_per_core_with_footprint_shares() {
+    let dir = Scratch::new("traces");
     let (t, g) = (data("true.tsim"), data("gzip.tsim"));
-    let json = temp("run.json");
+    let json = dir.file("run.json");
     let out = tiersim(&["run", "--trace", &t, "--trace", &g, "--set", "machine.tiers.fast.capacity=\"25%\"", "--json", &json]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -259,7 +259,7 @@ fn run_replays_traces_one_per_core_with_footprint_shares() {
     assert_eq!(v["workloads"][1]["tenant"], 0);
     assert_eq!(v["summary"]["references"], 2 * 41315);
     // Records tagged with tenant 1 by convert keep it.
-    let tagged = temp("tagged.tsim");
+    let tagged = dir.file("tagged.tsim");
     assert!(tiersim(&["convert", &t, &tagged, "--tenant", "1"]).status.success());
     let out = tiersim(&["run", "--trace", &tagged, "--json", &json]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -273,7 +273,8 @@ fn record_captures_a_real_program() {
         eprintln!("valgrind is not installed: skipping (.ci/run installs it)");
         return;
     }
-    let out_path = temp("true-rec.tsim");
+    let dir = Scratch::new("traces");
+    let out_path = dir.file("true-rec.tsim");
     let out = tiersim(&["record", "--via", "lackey", "--out", &out_path, "--", "/bin/true"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);

@@ -4,12 +4,22 @@
 use super::sweep::SweepArgs;
 use crate::study::Spec;
 use anyhow::{bail, Context, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The Python interpreter: `$TIERSIM_PYTHON`, else `python3`.
 fn python() -> String {
     std::env::var("TIERSIM_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// The directory of the resolved spec, removed with its contents when dropped: on
+/// every return, including an error while writing the spec.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Runs `python3 -m tiersim sweep --scheduler ADDRESS --db DB RESOLVED.toml` with the
@@ -27,9 +37,9 @@ pub fn hand_over(args: &SweepArgs, spec: &Spec, db: &Path) -> Result<()> {
         Ok(_) => {}
     }
     spec.check_runs(&spec.points())?;
-    let dir = std::env::temp_dir().join(format!("tiersim-sweep-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-    let resolved = dir.join("spec.toml");
+    let dir = TempDir(std::env::temp_dir().join(format!("tiersim-sweep-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).with_context(|| format!("{}: cannot create", dir.0.display()))?;
+    let resolved = dir.0.join("spec.toml");
     std::fs::write(&resolved, spec.to_toml()).with_context(|| format!("{}: cannot write", resolved.display()))?;
     let mut cmd = Command::new(&py);
     cmd.args(["-m", "tiersim", "sweep", "--scheduler", address, "--db"]).arg(db).arg(&resolved);
@@ -37,7 +47,8 @@ pub fn hand_over(args: &SweepArgs, spec: &Spec, db: &Path) -> Result<()> {
         cmd.args(["--jobs", &j.to_string()]);
     }
     let status = cmd.status().with_context(|| format!("--scheduler: cannot run {py}"));
-    let _ = std::fs::remove_dir_all(&dir);
+    // Removed before `exit`, which runs no destructors.
+    drop(dir);
     let code = status?.code().unwrap_or(1);
     if code != 0 {
         // The package printed its own one-line error.

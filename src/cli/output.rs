@@ -178,12 +178,10 @@ pub(super) fn io_reason(e: &io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scratch::Scratch;
 
-    fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("tiersim-out-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
+    fn dir(name: &str) -> Scratch {
+        Scratch::new(&format!("out-{name}"))
     }
 
     #[test]

@@ -799,8 +799,7 @@ mod tests {
             tenant = 1
             fast_share = 0.5
         "#;
-        let dir = std::env::temp_dir().join(format!("tiersim-share-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("share");
         let path = dir.join("share.toml");
         std::fs::write(&path, text).unwrap();
         let c = Config::load(&Sources { file: Some(path.clone()), ..Default::default() }).unwrap();
@@ -827,8 +826,7 @@ mod tests {
             name = "zipf"
             kind = "vm"
         "#;
-        let dir = std::env::temp_dir().join(format!("tiersim-cfg-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("cfg");
         let path = dir.join("mix.toml");
         std::fs::write(&path, text).unwrap();
         let c = Config::load(&Sources { file: Some(path), ..Default::default() }).unwrap();
@@ -852,8 +850,7 @@ mod tests {
             name = "gups"
             tenant = 0
         "#;
-        let dir = std::env::temp_dir().join(format!("tiersim-cfg-trace-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("cfg-trace");
         let path = dir.join("traces.toml");
         std::fs::write(&path, text).unwrap();
         let c = Config::load(&Sources { file: Some(path.clone()), ..Default::default() }).unwrap();
@@ -872,8 +869,7 @@ mod tests {
         use crate::trace::native::NativeWriter;
         use crate::trace::Access;
         // A recorded trace of two threads (cores 0 and 1), sampled.
-        let dir = std::env::temp_dir().join(format!("tiersim-cfg-threads-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("cfg-threads");
         let trace = dir.join("two.tsim");
         let mut w = NativeWriter::with_meta(std::fs::File::create(&trace).unwrap(), true, false).unwrap();
         for i in 0..10u64 {

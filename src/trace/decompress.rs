@@ -110,11 +110,10 @@ impl Read for Named {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scratch::Scratch;
     use std::io::Write;
 
-    fn temp(name: &str, bytes: &[u8]) -> String {
-        let dir = std::env::temp_dir().join(format!("tiersim-dec-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+    fn temp(dir: &Scratch, name: &str, bytes: &[u8]) -> String {
         let p = dir.join(name);
         std::fs::write(&p, bytes).unwrap();
         p.to_str().unwrap().to_string()
@@ -133,6 +132,7 @@ mod tests {
 
     #[test]
     fn every_compression_round_trips_and_truncation_is_an_error() {
+        let dir = Scratch::new("dec");
         let data = payload();
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(&data).unwrap();
@@ -142,11 +142,11 @@ mod tests {
         let xz = xz.finish().unwrap();
         let zst = zstd::encode_all(&data[..], 3).unwrap();
         for (name, bytes) in [("a.gz", gz), ("a.xz", xz), ("a.zst", zst)] {
-            assert_eq!(read_all(&temp(name, &bytes)).unwrap(), data, "{name}");
-            let cut = temp(&format!("cut-{name}"), &bytes[..bytes.len() * 2 / 3]);
+            assert_eq!(read_all(&temp(&dir, name, &bytes)).unwrap(), data, "{name}");
+            let cut = temp(&dir, &format!("cut-{name}"), &bytes[..bytes.len() * 2 / 3]);
             let err = read_all(&cut).expect_err(name).to_string();
             assert!(err.contains("truncated") || err.contains("corrupt"), "{name}: {err}");
         }
-        assert_eq!(read_all(&temp("plain", &data)).unwrap(), data);
+        assert_eq!(read_all(&temp(&dir, "plain", &data)).unwrap(), data);
     }
 }

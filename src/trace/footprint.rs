@@ -433,8 +433,8 @@ mod tests {
         use crate::trace::native::NativeWriter;
         // Thread 0 touches pages 0..10, thread 1 pages 5..20 (one record each, 3
         // rounds): 20 distinct pages, 30 and 45 records.
-        let path =
-            std::env::temp_dir().join(format!("tiersim-fp-threads-{}.tsim", std::process::id()));
+        let dir = crate::scratch::Scratch::new("fp-threads");
+        let path = dir.join("threads.tsim");
         let mut w = NativeWriter::new(std::fs::File::create(&path).unwrap(), true, false).unwrap();
         for _ in 0..3 {
             for (core, pages) in [(0u16, 0..10u64), (1, 5..20)] {
@@ -485,6 +485,5 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.ends_with("thread 7 holds no memory references"), "{e}");
-        std::fs::remove_file(path).ok();
     }
 }

@@ -902,7 +902,8 @@ mod tests {
             !buf.is_empty()
         } {}
         assert_eq!(r.meta(), Some(&meta[..]));
-        let path = std::env::temp_dir().join(format!("tiersim-meta-{}.tsim", std::process::id()));
+        let dir = crate::scratch::Scratch::new("meta");
+        let path = dir.join("meta.tsim");
         std::fs::write(&path, &bytes).unwrap();
         let facts = read_trailer(path.to_str().unwrap()).unwrap().unwrap();
         assert_eq!(
@@ -944,7 +945,6 @@ mod tests {
                 "seeking, byte {i}"
             );
         }
-        std::fs::remove_file(&path).ok();
     }
 
     #[test]

@@ -1,8 +1,11 @@
-//! What the integration tests share: running the binary, scratch files, reading a
-//! trace whole, a checked run of a policy.
+//! What the integration tests share: running the binary, scratch directories that
+//! remove themselves, reading a trace whole, a checked run of a policy.
 #![allow(dead_code)]
 
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tiersim::config::{Config, Sources};
 use tiersim::engine::{run, RunOptions};
 use tiersim::report::Report;
@@ -35,12 +38,44 @@ pub fn tiersim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tiersim")).args(args).output().unwrap()
 }
 
-/// A path for scratch file `name` in this test binary's own directory (`suite`
-/// names it).
-pub fn temp(suite: &str, name: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("tiersim-{suite}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name).to_str().unwrap().to_string()
+/// A fresh, empty directory `tiersim-LABEL-PID-N` under the system temp dir, its own
+/// to one test (or helper); dropping the guard removes it and everything in it, also
+/// when the test panics. It reads as the directory's [`Path`].
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    pub fn new(label: &str) -> Scratch {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("tiersim-{label}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        Scratch(dir)
+    }
+
+    /// The path of file `name` in the directory, as a command-line argument.
+    pub fn file(&self, name: &str) -> String {
+        self.0.join(name).to_str().unwrap().to_string()
+    }
+}
+
+impl Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Every record of the trace at `path`.

@@ -220,8 +220,8 @@ mod tests {
 
     #[test]
     fn a_sweep_not_begun_shows_its_grid_and_no_runs() {
-        let path = std::env::temp_dir().join(format!("tiersim-reproduce-{}.db", std::process::id()));
-        let _ = std::fs::remove_file(&path);
+        let dir = crate::scratch::Scratch::new("reproduce");
+        let path = dir.join("reproduce.db");
         let store = Store::open(&path, true).unwrap();
         let s = sweep("s", &["workload = \"kv\""], "policy = [\"first-touch\", \"all-fast\"]\nseed = [1, 2]");
         assert_eq!(s.baseline.as_deref(), Some("all-fast"));
@@ -232,9 +232,6 @@ mod tests {
         assert!(res.axis_values("t", "seed").is_empty());
         assert!(res.find("s", &[("policy", "all-fast")]).is_none());
         drop(store);
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
     }
 
     #[test]

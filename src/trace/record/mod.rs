@@ -258,8 +258,7 @@ mod tests {
 
     #[test]
     fn script_interpreters_are_read_from_the_first_line() {
-        let dir = std::env::temp_dir().join(format!("tiersim-interp-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch::Scratch::new("interp");
         let cases: [(&[u8], Option<&[&str]>); 3] =
             [(b"#!/bin/sh -e\necho\n", Some(&["/bin/sh", "-e"])), (b"#! /usr/bin/env  python3 \n", Some(&["/usr/bin/env", "python3"])), (b"\x7fELF\x02", None)];
         for (i, (text, want)) in cases.into_iter().enumerate() {

@@ -83,7 +83,10 @@ pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
     let reader = PipeBatcher::new(reader);
     let fd = writer.as_raw_fd();
     let mut cmd = Command::new("valgrind");
-    cmd.args(["--tool=lackey", "--trace-mem=yes", "--basic-counts=no", "--log-fd=3"]).args(&req.program);
+    // `--vgdb=no`: without it valgrind makes three FIFOs for its gdbserver in the temp
+    // dir (`vgdb-pipe-*`), which stay behind when it is killed (`stop`, after
+    // `--limit`, or the SIGKILL below).
+    cmd.args(["--tool=lackey", "--trace-mem=yes", "--basic-counts=no", "--vgdb=no", "--log-fd=3"]).args(&req.program);
     // SAFETY: the closure runs in the child between fork and exec and only calls
     // async-signal-safe functions (dup2, fcntl, prctl) on descriptors it owns.
     unsafe {
