@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,3 +70,23 @@ def test_an_unreachable_scheduler_fails_in_one_line_within_seconds(tiersim_bin: 
     assert done.stderr == "tiersim: cannot reach the Dask scheduler at tcp://127.0.0.1:1 within 6 s\n"
     assert elapsed < 10, f"{elapsed:.1f} s"
     assert not (tmp_path / "u.db").exists()
+
+
+def test_ctrl_c_during_a_handed_over_sweep_ends_both_and_leaves_no_spec_behind(tiersim_bin: Path, tmp_path: Path) -> None:
+    # The package is still trying to reach the (unreachable) scheduler when Ctrl-C
+    # reaches the terminal's process group: it stops with its message and 130, and
+    # the command waits for it, removes the resolved spec and ends with its code.
+    args = ["sweep", "--db", str(tmp_path / "i.db"), *RUN_FLAGS, "--axis", "seed=1,2", "--scheduler", "tcp://127.0.0.1:1"]
+    env = dict(os.environ, TIERSIM_PYTHON=sys.executable)
+    p = subprocess.Popen([str(tiersim_bin), *args], env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    spec_dir = Path(tempfile.gettempdir()) / f"tiersim-sweep-{p.pid}"
+    deadline = time.monotonic() + 20
+    while not spec_dir.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert spec_dir.exists(), "the command wrote its resolved spec"
+    time.sleep(0.5)
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    assert err == "tiersim: interrupted; the same command runs only the runs left\n"
+    assert not spec_dir.exists()

@@ -22,6 +22,25 @@ impl Drop for TempDir {
     }
 }
 
+/// SIGINT ignored by this process until the guard is dropped, which restores what was
+/// there before.
+struct IgnoreSigint(libc::sighandler_t);
+
+impl IgnoreSigint {
+    fn now() -> IgnoreSigint {
+        // SAFETY: signal(2) with SIG_IGN installs no handler code; the previous
+        // disposition is kept to be restored.
+        IgnoreSigint(unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) })
+    }
+}
+
+impl Drop for IgnoreSigint {
+    fn drop(&mut self) {
+        // SAFETY: puts back the disposition signal(2) returned, as it was.
+        unsafe { libc::signal(libc::SIGINT, self.0) };
+    }
+}
+
 /// Runs `python3 -m tiersim sweep --scheduler ADDRESS --db DB RESOLVED.toml` with the
 /// resolved spec, and ends with its exit code.
 pub fn hand_over(args: &SweepArgs, spec: &Spec, db: &Path) -> Result<()> {
@@ -46,7 +65,15 @@ pub fn hand_over(args: &SweepArgs, spec: &Spec, db: &Path) -> Result<()> {
     if let Some(j) = args.jobs {
         cmd.args(["--jobs", &j.to_string()]);
     }
-    let status = cmd.status().with_context(|| format!("--scheduler: cannot run {py}"));
+    let status = cmd.spawn().and_then(|mut child| {
+        // Ctrl-C reaches the whole process group: the package stops its sweep and
+        // says so, and this process waits for it and removes the spec rather than
+        // dying first. (The child was started with the default disposition, which
+        // an exec keeps; ignoring it here afterwards changes only this process.)
+        let _deaf = IgnoreSigint::now();
+        child.wait()
+    });
+    let status = status.with_context(|| format!("--scheduler: cannot run {py}"));
     // Removed before `exit`, which runs no destructors.
     drop(dir);
     let code = status?.code().unwrap_or(1);
