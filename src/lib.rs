@@ -23,8 +23,8 @@ pub mod policy;
 pub mod progress;
 pub mod report;
 pub mod rng;
-#[cfg(test)]
-mod scratch;
+#[doc(hidden)]
+pub mod scratch;
 pub mod study;
 pub mod trace;
 pub mod units;

@@ -1,4 +1,5 @@
-//! Scratch directories for the unit tests (compiled only for them).
+//! Scratch directories for tests: the unit tests' and, through `tests/common`, the
+//! integration tests'. Not part of the simulator's interface.
 
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
@@ -7,16 +8,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// A fresh, empty directory `tiersim-LABEL-PID-N` under the system temp dir, its own
 /// to one test; dropping the guard removes it and everything in it, also when the
 /// test panics.
-pub(crate) struct Scratch(PathBuf);
+pub struct Scratch(PathBuf);
 
 impl Scratch {
-    pub(crate) fn new(label: &str) -> Scratch {
+    pub fn new(label: &str) -> Scratch {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("tiersim-{label}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         Scratch(dir)
+    }
+
+    /// The path of file `name` in the directory, as a command-line argument.
+    pub fn file(&self, name: &str) -> String {
+        self.0.join(name).to_str().expect("a UTF-8 temp dir").to_string()
     }
 }
 

@@ -2,14 +2,14 @@
 //! remove themselves, reading a trace whole, a checked run of a policy.
 #![allow(dead_code)]
 
-use std::ops::Deref;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use tiersim::config::{Config, Sources};
 use tiersim::engine::{run, RunOptions};
 use tiersim::report::Report;
 use tiersim::trace::{open, Access, OpenOptions};
+
+#[allow(unused_imports)] // not every suite needs one
+pub use tiersim::scratch::Scratch;
 
 /// A report as JSON without the wall-time figures of its `sim` section, for
 /// comparing runs that must be identical.
@@ -36,46 +36,6 @@ pub fn run_verified(policy: &str, tenants: &[&str], sets: &[String]) -> Report {
 /// Runs the tiersim binary with `args`.
 pub fn tiersim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tiersim")).args(args).output().unwrap()
-}
-
-/// A fresh, empty directory `tiersim-LABEL-PID-N` under the system temp dir, its own
-/// to one test (or helper); dropping the guard removes it and everything in it, also
-/// when the test panics. It reads as the directory's [`Path`].
-pub struct Scratch(PathBuf);
-
-impl Scratch {
-    pub fn new(label: &str) -> Scratch {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("tiersim-{label}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        Scratch(dir)
-    }
-
-    /// The path of file `name` in the directory, as a command-line argument.
-    pub fn file(&self, name: &str) -> String {
-        self.0.join(name).to_str().unwrap().to_string()
-    }
-}
-
-impl Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for Scratch {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Every record of the trace at `path`.
