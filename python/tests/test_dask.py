@@ -79,14 +79,14 @@ def test_ctrl_c_during_a_handed_over_sweep_ends_both_and_leaves_no_spec_behind(t
     args = ["sweep", "--db", str(tmp_path / "i.db"), *RUN_FLAGS, "--axis", "seed=1,2", "--scheduler", "tcp://127.0.0.1:1"]
     env = dict(os.environ, TIERSIM_PYTHON=sys.executable)
     p = subprocess.Popen([str(tiersim_bin), *args], env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    spec_dir = Path(tempfile.gettempdir()) / f"tiersim-sweep-{p.pid}"
+    spec_dirs = f"tiersim-sweep-{p.pid}-*"
     deadline = time.monotonic() + 20
-    while not spec_dir.exists() and p.poll() is None and time.monotonic() < deadline:
+    while not list(Path(tempfile.gettempdir()).glob(spec_dirs)) and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert spec_dir.exists(), "the command wrote its resolved spec"
+    assert list(Path(tempfile.gettempdir()).glob(spec_dirs)), "the command wrote its resolved spec"
     time.sleep(0.5)
     os.killpg(p.pid, signal.SIGINT)
     _, err = p.communicate(timeout=30)
     assert p.returncode == 130, err
     assert err == "tiersim: interrupted; the same command runs only the runs left\n"
-    assert not spec_dir.exists()
+    assert not list(Path(tempfile.gettempdir()).glob(spec_dirs))

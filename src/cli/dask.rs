@@ -2,24 +2,15 @@
 //! (`python/`), which runs it on a Dask cluster and writes the same store.
 
 use super::sweep::SweepArgs;
+use crate::scratch::Scratch;
 use crate::study::Spec;
 use anyhow::{bail, Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// The Python interpreter: `$TIERSIM_PYTHON`, else `python3`.
 fn python() -> String {
     std::env::var("TIERSIM_PYTHON").unwrap_or_else(|_| "python3".into())
-}
-
-/// The directory of the resolved spec, removed with its contents when dropped: on
-/// every return, including an error while writing the spec.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// SIGINT ignored by this process until the guard is dropped, which restores what was
@@ -56,9 +47,9 @@ pub fn hand_over(args: &SweepArgs, spec: &Spec, db: &Path) -> Result<()> {
         Ok(_) => {}
     }
     spec.check_runs(&spec.points())?;
-    let dir = TempDir(std::env::temp_dir().join(format!("tiersim-sweep-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).with_context(|| format!("{}: cannot create", dir.0.display()))?;
-    let resolved = dir.0.join("spec.toml");
+    // Removed with its contents on every return, an error writing the spec included.
+    let dir = Scratch::create("sweep")?;
+    let resolved = dir.join("spec.toml");
     std::fs::write(&resolved, spec.to_toml()).with_context(|| format!("{}: cannot write", resolved.display()))?;
     let mut cmd = Command::new(&py);
     cmd.args(["-m", "tiersim", "sweep", "--scheduler", address, "--db"]).arg(db).arg(&resolved);

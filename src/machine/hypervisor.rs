@@ -55,7 +55,6 @@
 use super::ops::{Exec, Move, MoveKind, Source};
 use super::page_table::{COPYING, DIRTY, HUGE, TRAP};
 use super::redirect::Redirect;
-use super::rmap::Owner;
 use super::vmx::ExitCause;
 use super::{Colour, Direction, Machine, MechError, PageRef, TierId};
 use serde::{Deserialize, Serialize};
@@ -467,7 +466,7 @@ impl<R: Redirect> Machine<R> {
             match r {
                 Ok((m, frames, dst)) => {
                     *p = BatchPage { page: PageRef::new(p.page.tenant, m.addr), slot: m.slot, huge: m.huge, from: m.pfn(), to: Some(dst), frames, ..*p };
-                    self.space.set_owners(dst, frames, Owner::Copy { tenant: p.page.tenant, addr: m.addr });
+                    self.space.set_owners(dst, frames, PageRef::new(p.page.tenant, m.addr), true);
                     if p.to_tier == TierId::FAST {
                         self.space.hold_fast(p.page.tenant, frames, false);
                     }

@@ -12,7 +12,6 @@
 
 use super::page_table::{ACCESSED, COPYING, DIRTY, POISONED};
 use super::redirect::Redirect;
-use super::rmap::Owner;
 use super::space::{Mapped, PageInfo};
 use super::{Colour, Machine, MechError, MemKind, PageRef, TierId};
 use serde::Serialize;
@@ -323,10 +322,9 @@ impl<R: Redirect> Machine<R> {
     /// the old frames freed or kept, per-tenant counts and the move statistics.
     pub(crate) fn settle(&mut self, kind: MoveKind, m: &Move) {
         let (from_tier, to_tier) = (self.space.tier_of(m.from), self.space.tier_of(m.to));
-        let (tenant, addr) = (m.page.tenant, m.page.addr);
-        self.space.set_owners(m.to, m.frames, if m.to_is_copy { Owner::Copy { tenant, addr } } else { Owner::Data { tenant, addr } });
+        self.space.set_owners(m.to, m.frames, m.page, m.to_is_copy);
         if m.source == Source::KeepAsCopy {
-            self.space.set_owners(m.from, m.frames, Owner::Copy { tenant, addr });
+            self.space.set_owners(m.from, m.frames, m.page, true);
         }
         if m.source == Source::Free {
             self.space.release(m.from, m.frames);

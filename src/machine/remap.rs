@@ -621,7 +621,7 @@ impl Machine<Remap> {
                             return Err(MechError::RemapFull);
                         }
                         let new = self.space.alloc(TierId::FAST, whole_pages, Colour::ANY)?;
-                        self.space.set_owners(new, ef, Owner::Copy { tenant: tenant_addr.0, addr: tenant_addr.1 });
+                        self.space.set_owners(new, ef, PageRef::new(tenant_addr.0, tenant_addr.1), true);
                         new_entries = 1;
                         self.redirect.insert(old, new, trigger)
                     }

@@ -81,26 +81,30 @@ impl ReverseMap {
         }
     }
 
-    /// Records the owner of frame `pfn`. A data page or a copy is stored by its page
-    /// number, which `page_number(tenant, addr)` gives.
+    /// Marks frame `pfn` free.
+    pub fn set_free(&mut self, pfn: u64) {
+        self.words[pfn as usize] = FREE;
+    }
+
+    /// Marks frame `pfn` a page-table node.
+    pub fn set_page_table(&mut self, pfn: u64) {
+        self.words[pfn as usize] = TABLE;
+    }
+
+    /// Marks frame `pfn` machine metadata.
+    pub fn set_metadata(&mut self, pfn: u64) {
+        self.words[pfn as usize] = METADATA;
+    }
+
+    /// Records that frame `pfn` holds base page `number` (see `page_table`'s module
+    /// documentation), as its data or, with `copy`, as its second copy.
     ///
     /// # Panics
     /// If the page number does not fit in a word (more than 8 TiB of managed
     /// space mapped over the run).
-    pub fn set(&mut self, pfn: u64, owner: Owner, page_number: impl FnOnce(u16, u64) -> u64) {
-        let page_word = |tenant, addr, copy: u32| {
-            let number = page_number(tenant, addr);
-            let word = number.checked_mul(2).and_then(|n| u32::try_from(n).ok()).and_then(|n| n.checked_add(FIRST_PAGE_WORD + copy));
-            word.unwrap_or_else(|| panic!("reverse map: page number {number} does not fit in the reverse map's 32-bit words (more than 8 TiB of managed space mapped)"))
-        };
-        self.words[pfn as usize] = match owner {
-            Owner::Free => FREE,
-            Owner::PageTable => TABLE,
-            Owner::Metadata => METADATA,
-            Owner::Data { tenant, addr } => page_word(tenant, addr, 0),
-            Owner::Copy { tenant, addr } => page_word(tenant, addr, 1),
-        };
-        debug_assert_eq!(self.owner(pfn), owner, "the region table gives back the page's tenant and address");
+    pub fn set_page(&mut self, pfn: u64, number: u64, copy: bool) {
+        let word = number.checked_mul(2).and_then(|n| u32::try_from(n).ok()).and_then(|n| n.checked_add(FIRST_PAGE_WORD + copy as u32));
+        self.words[pfn as usize] = word.unwrap_or_else(|| panic!("reverse map: page number {number} does not fit in the reverse map's 32-bit words (more than 8 TiB of managed space mapped)"));
     }
 
     /// Every frame with its owner, for invariant checks.
@@ -131,7 +135,14 @@ mod tests {
             Owner::Copy { tenant: 3, addr: 0x7f00_0000_0000 },
         ];
         for (i, &o) in cases.iter().enumerate() {
-            m.set(i as u64, o, number);
+            let pfn = i as u64;
+            match o {
+                Owner::Free => m.set_free(pfn),
+                Owner::PageTable => m.set_page_table(pfn),
+                Owner::Metadata => m.set_metadata(pfn),
+                Owner::Data { tenant, addr } => m.set_page(pfn, number(tenant, addr), false),
+                Owner::Copy { tenant, addr } => m.set_page(pfn, number(tenant, addr), true),
+            }
         }
         for (i, &o) in cases.iter().enumerate() {
             assert_eq!(m.owner(i as u64), o);
@@ -148,6 +159,6 @@ mod tests {
     fn page_numbers_beyond_a_word_are_refused() {
         let mut m = ReverseMap::new(1, 21);
         m.new_region(0, 0);
-        m.set(0, Owner::Data { tenant: 0, addr: 0 }, |_, _| 1 << 31);
+        m.set_page(0, 1 << 31, false);
     }
 }

@@ -17,11 +17,6 @@ use super::{Birthplace, PageRef, TierId};
 use serde::{Deserialize, Serialize};
 use std::ops::ControlFlow;
 
-/// The page number for [`ReverseMap::set`] of an owner that is not a page.
-fn no_page(_tenant: u16, _addr: u64) -> u64 {
-    unreachable!("only data pages and copies are stored by page number")
-}
-
 /// Process or virtual machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -67,11 +62,11 @@ struct HostFrames<'a> {
 impl NodeFrames for HostFrames<'_> {
     fn alloc_node_frame(&mut self) -> Option<u64> {
         let f = TierId::first(self.alloc.tier_count()).find_map(|t| self.alloc.alloc(t, Colour::ANY))?;
-        self.rmap.set(f, Owner::PageTable, no_page);
+        self.rmap.set_page_table(f);
         Some(f)
     }
     fn free_node_frame(&mut self, frame: u64) {
-        self.rmap.set(frame, Owner::Free, no_page);
+        self.rmap.set_free(frame);
         self.alloc.free(frame);
     }
     fn new_region(&mut self, base: u64) -> u32 {
@@ -203,7 +198,7 @@ impl Space {
             alloc.take_all(TierId::FAST);
             let base = alloc.base(TierId::FAST);
             for f in base..base + alloc.frames(TierId::FAST) {
-                rmap.set(f, Owner::Metadata, no_page);
+                rmap.set_metadata(f);
             }
         }
         let mut tenants = Vec::new();
@@ -292,19 +287,18 @@ impl Space {
         self.rmap.owner(pfn)
     }
 
-    /// Gives `frames` frames from `pfn` on the owners of a run of base pages: `owner`
-    /// for the first, and for each next frame the same kind of owner of the next base
-    /// page (a huge page's frames, for example).
-    pub(crate) fn set_owners(&mut self, pfn: u64, frames: u64, owner: Owner) {
-        let (Owner::Data { tenant, addr } | Owner::Copy { tenant, addr }) = owner else {
-            (pfn..pfn + frames).for_each(|f| self.rmap.set(f, owner, no_page));
-            return;
-        };
-        let first = self.page_number(tenant, addr);
+    /// Gives the `frames` frames from `pfn` to the base pages of `page` (its first
+    /// base page, then the next ones, as a huge page's frames are), as their data or,
+    /// with `copy`, as their second copy.
+    pub(crate) fn set_owners(&mut self, pfn: u64, frames: u64, page: PageRef, copy: bool) {
+        let first = self.page_number(page.tenant, page.addr);
         for i in 0..frames {
-            let a = addr + (i << 12);
-            let o = if matches!(owner, Owner::Data { .. }) { Owner::Data { tenant, addr: a } } else { Owner::Copy { tenant, addr: a } };
-            self.rmap.set(pfn + i, o, |_, _| first + i);
+            self.rmap.set_page(pfn + i, first + i, copy);
+            debug_assert_eq!(
+                self.rmap.owner(pfn + i),
+                if copy { Owner::Copy { tenant: page.tenant, addr: page.addr + (i << 12) } } else { Owner::Data { tenant: page.tenant, addr: page.addr + (i << 12) } },
+                "the region table gives back the page's tenant and address"
+            );
         }
     }
 
@@ -374,7 +368,7 @@ impl Space {
     /// Returns a page's frames to the allocator and clears their owners.
     pub(crate) fn release(&mut self, pfn: u64, frames: u64) {
         for f in pfn..pfn + frames {
-            self.rmap.set(f, Owner::Free, no_page);
+            self.rmap.set_free(f);
         }
         if frames > 1 {
             self.alloc.free_huge(pfn);
@@ -388,7 +382,7 @@ impl Space {
         (0..frames)
             .map(|_| {
                 let f = self.alloc.alloc(t, Colour::ANY).ok_or_else(|| anyhow::anyhow!("{}: no room for machine metadata", super::TiersConfig::field(t)))?;
-                self.rmap.set(f, Owner::Metadata, no_page);
+                self.rmap.set_metadata(f);
                 Ok(f)
             })
             .collect()
@@ -401,7 +395,7 @@ impl Space {
             .map(|_| {
                 let f = self.alloc.alloc_huge(t).ok_or_else(|| anyhow::anyhow!("{}: no room for machine metadata", super::TiersConfig::field(t)))?;
                 for i in 0..self.huge_frames() {
-                    self.rmap.set(f + i, Owner::Metadata, no_page);
+                    self.rmap.set_metadata(f + i);
                 }
                 Ok(f)
             })
@@ -525,7 +519,7 @@ impl Space {
         self.tenants[ti].table.map(page, pfn, huge, 0, &mut hf)?;
         self.tenants[ti].frames_in[t.index()] += frames;
         self.placer.placed(t, frames);
-        self.set_owners(pfn, frames, Owner::Data { tenant, addr: page });
+        self.set_owners(pfn, frames, PageRef::new(tenant, page), false);
         Some(Placed { addr: page, pfn, huge, frames })
     }
 

@@ -702,7 +702,7 @@ impl Tier {
         let row_hit = std::mem::replace(&mut self.stream_rows[write as usize][bank], loc.row) == loc.row;
         let k = kind(write, row_hit);
         self.kind_counts[k] += 1;
-        if write && !self.wear.is_empty() {
+        if write {
             self.wear.record(addr >> FRAME_SHIFT);
         }
         let occupancy = if write {
@@ -738,7 +738,7 @@ impl Tier {
         self.banks[bank_index].accesses += 1;
         let k = kind(write, row_hit);
         self.kind_counts[k] += 1;
-        if write && !self.wear.is_empty() {
+        if write {
             self.wear.record(addr >> FRAME_SHIFT);
         }
         if write && self.write_queue_cycles > 0 {

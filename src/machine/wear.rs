@@ -32,12 +32,6 @@ impl WearCounters {
         WearCounters { low: vec![0; frames], high: BTreeMap::new(), pending: [0; RING], pos: 0 }
     }
 
-    /// Whether any frame is counted.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.low.is_empty()
-    }
-
     /// Counts one write to `frame` (ignored beyond the counters).
     #[inline]
     pub fn record(&mut self, frame: u64) {
