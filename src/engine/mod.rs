@@ -33,8 +33,6 @@ use crate::report::{EpochRecord, Report, SamplingReport};
 use crate::trace::footprint::FootprintCheck;
 use crate::trace::{Access, Source};
 use anyhow::{bail, Result};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -342,12 +340,11 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
             active.push(machine.cores()[core].clock, core);
         }
     }
-    while let Some((core_clock, core)) = active.pop(&machine) {
+    while let Some((core_clock, core)) = active.first(&machine) {
         // The executor furthest behind goes next: a core, or a background thread with
         // work queued (ties go to cores, then to the lower index).
         let thread = rt.threads.next_busy().filter(|&(clock, _)| clock < core_clock);
         if let Some((_, t)) = thread {
-            active.push(core_clock, core);
             // It runs until it passes the slowest core (or another thread).
             let others = rt.threads.next_busy_except(t).map_or(u64::MAX, |(c, _)| c);
             let limit = core_clock.min(others);
@@ -366,7 +363,7 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
             continue;
         }
         // The core runs until it passes the next executor (or the epoch end).
-        let next_other = active.peek(&machine).map_or(u64::MAX, |(clock, _)| clock);
+        let next_other = active.second_bound();
         let next_thread = rt.threads.next_busy().map_or(u64::MAX, |(clock, _)| clock);
         let limit = next_other.min(next_thread).min(next_epoch);
         let feed = &mut feeds[core];
@@ -385,11 +382,13 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         if let Some(e) = machine.take_error() {
             return Err(failed(e));
         }
-        if !exhausted {
-            active.push(machine.cores()[core].clock, core);
+        if exhausted {
+            active.remove_first();
+        } else {
+            active.rekey_first(machine.cores()[core].clock);
         }
         // Epoch boundaries the slowest core has crossed: one call for all of them.
-        let behind = active.peek(&machine);
+        let behind = active.first(&machine);
         if let Some((clock, c)) = behind.filter(|&(clock, _)| clock >= next_epoch) {
             let crossed = (clock - next_epoch) / epoch + 1;
             let boundary = next_epoch + (crossed - 1) * epoch;
@@ -449,44 +448,86 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     Ok(report)
 }
 
-/// The cores with references left, by clock: a min-heap of (clock, core) in which
-/// a key may lag its core's clock, because a mechanism run by one core (a
-/// shootdown, a stall) can advance another's. Clocks never go back, so a lagging
-/// key is never above the truth: the entry on top is checked against its core's
-/// clock and, if it lags, put back with it, until the top is current. The order is
-/// then exactly that of (clock, core), as a scan of every core would give, at a
-/// cost logarithmic in the cores instead of linear.
+/// The cores with references left, by clock: a binary min-heap of (clock, core) in
+/// which a key may lag its core's clock, because a mechanism run by one core (a
+/// shootdown, a stall) can advance another's. Clocks never go back, so a lagging key
+/// is never above the truth: the first entry is checked against its core's clock and,
+/// if it lags, re-keyed, until the first is current. The order is then exactly that of
+/// (clock, core), as a scan of every core would give.
+///
+/// The core that runs stays first while it runs and is re-keyed in place afterwards
+/// (one sift down per slice, where a pop and a push took two). Its slice ends at the
+/// smaller key of the first's two children: a lower bound of every other core's clock,
+/// which may end a slice early when a key lags, never late; the core then simply
+/// comes first again.
 #[derive(Default)]
-struct Clocks(BinaryHeap<Reverse<(u64, usize)>>);
+struct Clocks(Vec<(u64, usize)>);
 
 impl Clocks {
     fn push(&mut self, clock: u64, core: usize) {
-        self.0.push(Reverse((clock, core)));
-    }
-
-    /// Brings the top entry up to date.
-    fn settle<R: Redirect>(&mut self, m: &Machine<R>) {
-        while let Some(mut top) = self.0.peek_mut() {
-            let Reverse((key, core)) = *top;
-            let clock = m.cores()[core].clock;
-            debug_assert!(clock >= key, "core {core}'s clock went back from {key} to {clock}");
-            if clock == key {
-                return;
+        let h = &mut self.0;
+        h.push((clock, core));
+        let mut i = h.len() - 1;
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if h[parent] <= h[i] {
+                break;
             }
-            *top = Reverse((clock, core));
+            h.swap(parent, i);
+            i = parent;
         }
     }
 
-    /// The core furthest behind (lowest clock, then lowest index) and its clock.
-    fn peek<R: Redirect>(&mut self, m: &Machine<R>) -> Option<(u64, usize)> {
-        self.settle(m);
-        self.0.peek().map(|r| r.0)
+    /// Restores the heap order below the first entry after its key grew.
+    fn sift_first(&mut self) {
+        let h = &mut self.0;
+        let mut i = 0;
+        loop {
+            let left = 2 * i + 1;
+            if left >= h.len() {
+                return;
+            }
+            let child = if left + 1 < h.len() && h[left + 1] < h[left] { left + 1 } else { left };
+            if h[i] <= h[child] {
+                return;
+            }
+            h.swap(i, child);
+            i = child;
+        }
     }
 
-    /// Takes the core furthest behind out.
-    fn pop<R: Redirect>(&mut self, m: &Machine<R>) -> Option<(u64, usize)> {
-        self.settle(m);
-        self.0.pop().map(|r| r.0)
+    /// The core furthest behind (lowest clock, then lowest index) and its clock, with
+    /// every lagging key met on the way brought up to date.
+    fn first<R: Redirect>(&mut self, m: &Machine<R>) -> Option<(u64, usize)> {
+        loop {
+            let &(key, core) = self.0.first()?;
+            let clock = m.cores()[core].clock;
+            debug_assert!(clock >= key, "core {core}'s clock went back from {key} to {clock}");
+            if clock == key {
+                return Some((key, core));
+            }
+            self.rekey_first(clock);
+        }
+    }
+
+    /// A lower bound of every clock but the first core's (`u64::MAX` if it is alone).
+    fn second_bound(&self) -> u64 {
+        self.0.iter().skip(1).take(2).map(|&(clock, _)| clock).min().unwrap_or(u64::MAX)
+    }
+
+    /// Gives the first core its new clock.
+    fn rekey_first(&mut self, clock: u64) {
+        self.0[0].0 = clock;
+        self.sift_first();
+    }
+
+    /// Takes the first core out (its source is exhausted).
+    fn remove_first(&mut self) {
+        let last = self.0.pop().expect("a first core to remove");
+        if let Some(first) = self.0.first_mut() {
+            *first = last;
+            self.sift_first();
+        }
     }
 }
 
