@@ -179,7 +179,10 @@ impl Tlb {
 
     /// Looks up the translation of `vaddr`, probing both page sizes at each level as
     /// split hardware does in parallel. An L2 hit refills the L1 of its size.
-    #[inline]
+    ///
+    /// The L1 probes are inlined into the reference path; the second level, which
+    /// few references reach, is a call.
+    #[inline(always)]
     pub fn lookup(&mut self, tenant: u16, vaddr: u64) -> Option<(TlbHit, TlbEntry)> {
         let small = vaddr >> 12;
         let huge = vaddr >> self.huge_shift;
@@ -189,6 +192,13 @@ impl Tlb {
         if let Some(v) = self.l1_huge.lookup(key(tenant, huge, true), huge) {
             return Some((TlbHit::L1, entry(*v, true)));
         }
+        self.lookup_l2(tenant, small, huge)
+    }
+
+    /// The second level of [`Tlb::lookup`], for virtual page numbers `small` (4 KiB)
+    /// and `huge`.
+    #[inline(never)]
+    fn lookup_l2(&mut self, tenant: u16, small: u64, huge: u64) -> Option<(TlbHit, TlbEntry)> {
         for is_huge in [false, true] {
             let vpn = if is_huge { huge } else { small };
             if let Some(v) = self.l2_for(is_huge).lookup(key(tenant, vpn, is_huge), vpn).copied() {
