@@ -36,7 +36,7 @@ impl SetAssoc {
 
     /// Looks `key` up in the set selected by `index`; on a hit makes it most recent and
     /// returns a mutable reference to its value.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, key: u64, index: u64) -> Option<&mut u64> {
         let base = self.set(index);
         let set = &mut self.slots[base..base + self.ways];
