@@ -91,6 +91,10 @@ pub struct PageTable {
     levels: u32,
     huge_shift: u32,
     va_bits: u32,
+    /// Per level (index = level): the lowest virtual-address bit it indexes and the
+    /// mask of its index, from [`PageTable::shift`] and [`PageTable::bits`] once, so
+    /// that a walk's index is a shift and a mask.
+    level_index: [(u32, u64); 6],
     root_chunks: usize,
     /// Number of page-table frames in use (nodes × chunks).
     frames_in_use: u64,
@@ -124,11 +128,15 @@ impl PageTable {
             levels,
             huge_shift,
             va_bits,
+            level_index: [(0, 0); 6],
             root_chunks: 0,
             frames_in_use: 0,
             region_base: Vec::new(),
             regions: Vec::new(),
         };
+        for level in 1..=levels {
+            pt.level_index[level as usize] = (pt.shift(level), (1 << pt.bits(level)) - 1);
+        }
         let top_entries = 1usize << pt.bits(levels);
         pt.root_chunks = top_entries.div_ceil(CHUNK);
         for _ in 0..pt.root_chunks {
@@ -173,7 +181,8 @@ impl PageTable {
 
     #[inline]
     fn index(&self, va: u64, level: u32) -> usize {
-        ((va >> self.shift(level)) & ((1 << self.bits(level)) - 1)) as usize
+        let (shift, mask) = self.level_index[level as usize];
+        ((va >> shift) & mask) as usize
     }
 
     /// Physical address of the entry at `slot`.
