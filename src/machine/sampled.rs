@@ -320,7 +320,7 @@ impl CostModel {
     /// A fast-forward data reference of `tier`: its latency beyond an L1 hit, and,
     /// when it reaches memory, the latency memory is reported to have taken (the
     /// class's mean in the fitting window, which is what its time is charged from).
-    #[inline]
+    #[inline(always)]
     pub fn data(&mut self, tier: usize, write: bool, recent: bool) -> (u64, Option<u64>) {
         let c = Self::class(tier, write, recent);
         self.data_skipped[c] += 1;
