@@ -156,8 +156,8 @@ impl TagArray {
 }
 
 /// [`TagArray::lookup`] in a set of `N` ways, the common associativities spelled out
-/// so that the compiler compares every way at once (vector instructions) and moves
-/// the ways without a call to `memmove`. The result is that of the scalar search: a
+/// so that every way is compared at once ([`match_mask`]) and the ways move without a
+/// call to `memmove`. The result is that of the scalar search: a
 /// line is in a set at most once, so the matching way is the only one.
 #[inline(always)]
 fn lookup_in<const N: usize>(set: &mut [u32; N], tag: u32, write: bool) -> bool {

@@ -94,7 +94,7 @@ pub struct PageTable {
     /// Per level (index = level): the lowest virtual-address bit it indexes and the
     /// mask of its index, from [`PageTable::shift`] and [`PageTable::bits`] once, so
     /// that a walk's index is a shift and a mask.
-    level_index: [(u32, u64); 6],
+    level_index: [(u32, u64); MAX_LEVELS + 1],
     root_chunks: usize,
     /// Number of page-table frames in use (nodes × chunks).
     frames_in_use: u64,
@@ -106,6 +106,9 @@ pub struct PageTable {
 }
 
 const NO_REGIONS: u32 = u32::MAX;
+
+/// Most levels a table has (the configuration allows 4 or 5).
+const MAX_LEVELS: usize = 5;
 
 /// A page-table frame allocator: returns a frame number or `None` when memory is full.
 /// It also numbers regions (see the module documentation).
@@ -120,6 +123,7 @@ impl PageTable {
     /// Creates an empty table with `levels` levels (4 or 5) and huge pages of
     /// `1 << huge_shift` bytes; the root's frames come from `frames`.
     pub fn new(levels: u32, huge_shift: u32, frames: &mut impl NodeFrames) -> Option<PageTable> {
+        debug_assert!((levels as usize) <= MAX_LEVELS, "a page table of {levels} levels");
         let va_bits = super::PageTableConfig { levels, ..Default::default() }.va_bits();
         let mut pt = PageTable {
             entries: Vec::new(),
@@ -128,7 +132,7 @@ impl PageTable {
             levels,
             huge_shift,
             va_bits,
-            level_index: [(0, 0); 6],
+            level_index: [(0, 0); MAX_LEVELS + 1],
             root_chunks: 0,
             frames_in_use: 0,
             region_base: Vec::new(),
