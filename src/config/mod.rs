@@ -68,9 +68,12 @@ impl Mode {
 /// The windows of sampled mode, in references of each core: every `period_refs`
 /// references start with `detailed_refs` in the full model, the first `warmup_refs`
 /// of which re-warm the caches and the rest fit the cost model; the remaining
-/// references fast-forward. The defaults run 5 % of references detailed, in windows
-/// of a million references: enough for an 8 MiB LLC to refill (131 072 lines) and
-/// for every class of a two-tier machine to collect thousands of samples.
+/// references fast-forward. The defaults run 5 % of references detailed, in periods
+/// of 2.5·10⁶ references. A fit prices the rest of its period, so the period bounds
+/// how stale a fit gets while a workload drifts: at the same share, periods of
+/// 20·10⁶ references left `graph-bfs`'s AMAT 7.3 % low and these 1.5 %
+/// (docs/sampled.md, "Windows"). A fitting window of 62 500 references still gives
+/// every class of a two-tier machine thousands of samples.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SampledConfig {
@@ -81,7 +84,7 @@ pub struct SampledConfig {
 
 impl Default for SampledConfig {
     fn default() -> Self {
-        SampledConfig { period_refs: 20_000_000, detailed_refs: 1_000_000, warmup_refs: 500_000 }
+        SampledConfig { period_refs: 2_500_000, detailed_refs: 125_000, warmup_refs: 62_500 }
     }
 }
 

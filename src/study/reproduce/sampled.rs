@@ -43,8 +43,8 @@ const FIGURES: [(&str, &str); 4] = [("cycles", "cycles"), ("IPC", "ipc"), ("AMAT
 const TARGET_PCT: f64 = 3.0;
 
 fn sweeps(quick: bool) -> Vec<Spec> {
-    // 1 GiB, 10⁸ references with the default windows (20·10⁶ references per period,
-    // 10⁶ detailed of which 5·10⁵ re-warm the caches: 5 % detailed).
+    // 1 GiB, 10⁸ references with the default windows (2.5·10⁶ references per period,
+    // 1.25·10⁵ detailed of which 6.25·10⁴ re-warm the caches: 5 % detailed).
     let (refs, windows, workloads, policies) = if quick {
         ("refs = 32_000_000", QUICK_WINDOWS, r#""kv", "hotspot", "zipf""#, r#""tpp", "linux-tiering""#)
     } else {
@@ -62,7 +62,7 @@ fn sweeps(quick: bool) -> Vec<Spec> {
 fn setting(quick: bool) -> &'static str {
     if quick {
         "--quick: kv, hotspot and zipf under first touch and all-fast, kv and hotspot under TPP and linux-tiering; 3.2·10⁷ references in windows scaled as tests/sampled.rs does \
-         (a period of 4·10⁶ references, 15 % detailed) where the full matrix runs 10⁸ with the default windows (20·10⁶, 5 % detailed). \
+         (a period of 4·10⁶ references, 15 % detailed) where the full matrix runs 10⁸ with the default windows (2.5·10⁶, 5 % detailed). \
          The speed-ups compare runs made two at a time on a shared machine: give -j 1 on an idle one to measure speed."
     } else {
         "Every workload under first touch and all-fast, every OS-level policy on kv and hotspot (kstaled, thermostat and memos with their periods scaled to the run), \
