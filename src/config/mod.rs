@@ -73,7 +73,7 @@ impl Mode {
 /// how stale a fit gets while a workload drifts: at the same share, periods of
 /// 20·10⁶ references left `graph-bfs`'s AMAT 7.3 % low and these 1.5 %
 /// (docs/sampled.md, "Windows"). A fitting window of 62 500 references still gives
-/// every class of a two-tier machine thousands of samples.
+/// the classes that carry most references thousands of samples each.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SampledConfig {
