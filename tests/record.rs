@@ -66,6 +66,11 @@ fn qemu_and_lackey_agree_on_a_tiny_program() {
     let mut figures = Vec::new();
     for via in ["qemu", "lackey"] {
         let path = record(&dir, via, &format!("sweep-{via}.tsim"), &[], &[&exe]);
+        // The metadata names the tool that recorded (its `--version`, asked beside
+        // the recording).
+        let meta = tiersim::trace::native::read_trailer(&path).unwrap().and_then(|f| f.meta).expect("a recording has metadata");
+        let tool = if via == "qemu" { "qemu-x86_64 version" } else { "valgrind-" };
+        assert!(meta.recorder.starts_with(tool), "{via}: recorder {:?}", meta.recorder);
         let mut o = open(&path, &OpenOptions::default()).unwrap();
         let r = inspect(o.source.as_mut(), 1 << 20).unwrap();
         figures.push((r.pages_4k as f64, r.references as f64, r.writes as f64));

@@ -145,6 +145,13 @@ pub fn record(req: &Request, out: File) -> Result<Recorded> {
         windows: Windows::new(req.sampling),
         path: req.out.clone(),
     };
+    // `--version` starts the tool once more (about 10 ms for QEMU): asked beside the
+    // recording rather than after it.
+    let tool = match req.via {
+        Via::Qemu => "qemu-x86_64",
+        Via::Lackey => "valgrind",
+    };
+    let version = std::thread::spawn(move || tool_version(tool));
     let started = Instant::now();
     let ended = match req.via {
         Via::Qemu => qemu::run(&file, req, &mut sink),
@@ -172,9 +179,10 @@ pub fn record(req: &Request, out: File) -> Result<Recorded> {
         let _ = sink.writer.abandon();
         return Err(anyhow!("record: `{}` ended ({status}) before making any access; the recorder's message, if any, is above", req.program.join(" ")));
     }
+    let version = version.join().unwrap_or_else(|_| tool.to_string());
     let recorder = match req.via {
-        Via::Qemu => format!("{} with tiersim's plugin", tool_version("qemu-x86_64")),
-        Via::Lackey => format!("{} lackey", tool_version("valgrind")),
+        Via::Qemu => format!("{version} with tiersim's plugin"),
+        Via::Lackey => format!("{version} lackey"),
     };
     let meta = TraceMeta { recorder, program: req.program.clone(), sampling: req.sampling, threads: sink.windows.threads().to_vec() };
     sink.writer.set_meta(meta.to_bytes());
