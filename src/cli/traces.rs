@@ -184,10 +184,12 @@ impl trace::Source for Interleave {
 /// A native input's metadata block is carried over.
 fn write_native(opened: &mut trace::Opened, out: Box<dyn Write>, tenant: Option<u16>) -> Result<(u64, u64)> {
     let tenants = tenant.is_some() || opened.record_tenants;
+    // Reading and encoding on this thread, compressing on another.
     let mut w = match opened.meta {
         true => NativeWriter::with_meta(out, opened.record_cores, tenants)?,
         false => NativeWriter::new(out, opened.record_cores, tenants)?,
-    };
+    }
+    .compress_beside()?;
     let source = opened.source.as_mut();
     let mut buf: Vec<Access> = Vec::with_capacity(4096);
     loop {

@@ -127,6 +127,70 @@ pub struct NativeWriter<W: Write> {
     records: u64,
     pages: PageSet,
     meta: Option<Vec<u8>>,
+    /// The thread compressing blocks, once [`NativeWriter::compress_beside`] started it.
+    beside: Option<Beside>,
+}
+
+/// Blocks compressed on a thread of their own, beside the one encoding records: the
+/// encoder sends each full block of raw records and writes the compressed blocks, in
+/// order, as they come back. At most [`Beside::MAX_IN_FLIGHT`] blocks are out at a
+/// time, so memory stays bounded when compression is the slower side.
+struct Beside {
+    to: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    from: std::sync::mpsc::Receiver<Compressed>,
+    /// Blocks sent and not yet written, with their record counts, oldest first.
+    in_flight: std::collections::VecDeque<usize>,
+    /// Raw buffers back from the thread, for the next blocks.
+    spare: Vec<Vec<u8>>,
+    worker: Option<std::thread::JoinHandle<()>>,
+}
+
+/// A block compressed by [`Beside`]'s thread: its raw length, the frame, and the raw
+/// buffer handed back (emptied).
+type Compressed = io::Result<(usize, Vec<u8>, Vec<u8>)>;
+
+impl Beside {
+    const MAX_IN_FLIGHT: usize = 3;
+
+    fn start() -> Result<Beside> {
+        let mut comp = new_compressor()?;
+        let (to, blocks) = std::sync::mpsc::sync_channel::<Vec<u8>>(Self::MAX_IN_FLIGHT);
+        let (done, from) = std::sync::mpsc::channel::<Compressed>();
+        let worker = std::thread::Builder::new()
+            .name("tiersim-zstd".into())
+            .spawn(move || {
+                for mut raw in blocks {
+                    let mut z = Vec::with_capacity(zstd::zstd_safe::compress_bound(raw.len()));
+                    let r = comp.compress_to_buffer(&raw[..], &mut z).map(|_| {
+                        let len = raw.len();
+                        raw.clear();
+                        (len, z, raw)
+                    });
+                    if done.send(r).is_err() {
+                        return;
+                    }
+                }
+            })
+            .context("native writer: cannot start the compressing thread")?;
+        Ok(Beside { to: Some(to), from, in_flight: Default::default(), spare: Vec::new(), worker: Some(worker) })
+    }
+}
+
+impl Drop for Beside {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread's loop.
+        self.to.take();
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+/// A zstd compressor with the native format's settings (level, content checksum).
+fn new_compressor() -> Result<zstd::bulk::Compressor<'static>> {
+    let mut comp = zstd::bulk::Compressor::new(ZSTD_LEVEL)?;
+    comp.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))?;
+    Ok(comp)
 }
 
 impl<W: Write> NativeWriter<W> {
@@ -149,8 +213,7 @@ impl<W: Write> NativeWriter<W> {
         header.extend_from_slice(&flags.to_le_bytes());
         header.extend_from_slice(&crc32(&header).to_le_bytes());
         out.write_all(&header)?;
-        let mut comp = zstd::bulk::Compressor::new(ZSTD_LEVEL)?;
-        comp.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))?;
+        let comp = new_compressor()?;
         Ok(NativeWriter {
             out,
             flags,
@@ -163,7 +226,16 @@ impl<W: Write> NativeWriter<W> {
             records: 0,
             pages: PageSet::new(),
             meta: None,
+            beside: None,
         })
+    }
+
+    /// Compresses blocks on a thread of its own from now on, beside the caller that
+    /// encodes records (the bytes written are the same). For a writer fed by a
+    /// producer that leaves a core idle at times, as a recording does.
+    pub fn compress_beside(mut self) -> Result<NativeWriter<W>> {
+        self.beside = Some(Beside::start()?);
+        Ok(self)
     }
 
     /// Sets the metadata written before the trailer (a writer made with
@@ -228,20 +300,59 @@ impl<W: Write> NativeWriter<W> {
         if self.n == 0 {
             return Ok(());
         }
-        self.zbuf.clear();
-        self.zbuf.reserve(zstd::zstd_safe::compress_bound(self.raw.len()));
-        self.comp.compress_to_buffer(&self.raw[..], &mut self.zbuf)?;
-        let mut head = [0u8; 13];
-        head[0] = b'B';
-        head[1..5].copy_from_slice(&(self.n as u32).to_le_bytes());
-        head[5..9].copy_from_slice(&(self.raw.len() as u32).to_le_bytes());
-        head[9..13].copy_from_slice(&(self.zbuf.len() as u32).to_le_bytes());
-        self.out.write_all(&head)?;
-        self.out.write_all(&self.zbuf)?;
-        self.offset += (head.len() + self.zbuf.len()) as u64;
-        self.raw.clear();
+        if let Some(b) = &mut self.beside {
+            let next = b.spare.pop().unwrap_or_else(|| Vec::with_capacity(BLOCK_RECORDS * 4));
+            let raw = std::mem::replace(&mut self.raw, next);
+            let sent = b.to.as_ref().is_some_and(|to| to.send(raw).is_ok());
+            if !sent {
+                bail!("native writer: the compressing thread stopped");
+            }
+            b.in_flight.push_back(self.n);
+            while self.beside.as_ref().is_some_and(|b| b.in_flight.len() >= Beside::MAX_IN_FLIGHT) {
+                self.write_compressed()?;
+            }
+        } else {
+            self.zbuf.clear();
+            self.zbuf.reserve(zstd::zstd_safe::compress_bound(self.raw.len()));
+            self.comp.compress_to_buffer(&self.raw[..], &mut self.zbuf)?;
+            let z = std::mem::take(&mut self.zbuf);
+            let written = self.write_block(self.n, self.raw.len(), &z);
+            self.zbuf = z;
+            written?;
+            self.raw.clear();
+        }
         self.n = 0;
         self.prev = Prev::START;
+        Ok(())
+    }
+
+    /// Writes the oldest block out with the compressing thread, waiting for it.
+    fn write_compressed(&mut self) -> Result<()> {
+        let Some(b) = &mut self.beside else { return Ok(()) };
+        let Some(n) = b.in_flight.pop_front() else { return Ok(()) };
+        let (raw_len, z, raw) = b.from.recv().map_err(|_| anyhow!("native writer: the compressing thread stopped"))??;
+        b.spare.push(raw);
+        self.write_block(n, raw_len, &z)
+    }
+
+    /// Writes all blocks still with the compressing thread.
+    fn drain_compressed(&mut self) -> Result<()> {
+        while self.beside.as_ref().is_some_and(|b| !b.in_flight.is_empty()) {
+            self.write_compressed()?;
+        }
+        Ok(())
+    }
+
+    /// Writes one block of `n` records, `raw_len` bytes before compression.
+    fn write_block(&mut self, n: usize, raw_len: usize, z: &[u8]) -> Result<()> {
+        let mut head = [0u8; 13];
+        head[0] = b'B';
+        head[1..5].copy_from_slice(&(n as u32).to_le_bytes());
+        head[5..9].copy_from_slice(&(raw_len as u32).to_le_bytes());
+        head[9..13].copy_from_slice(&(z.len() as u32).to_le_bytes());
+        self.out.write_all(&head)?;
+        self.out.write_all(z)?;
+        self.offset += (head.len() + z.len()) as u64;
         Ok(())
     }
 
@@ -250,6 +361,7 @@ impl<W: Write> NativeWriter<W> {
     /// truncated after its complete blocks.
     pub fn abandon(mut self) -> Result<()> {
         self.flush_block()?;
+        self.drain_compressed()?;
         self.out.flush()?;
         Ok(())
     }
@@ -258,6 +370,7 @@ impl<W: Write> NativeWriter<W> {
     /// the trailer, and returns what the trace holds.
     pub fn finish(mut self) -> Result<Written> {
         self.flush_block()?;
+        self.drain_compressed()?;
         if self.flags & FLAG_META != 0 {
             let meta = self.meta.take().ok_or_else(|| anyhow!("native writer: the header announces metadata that was never set"))?;
             let z = self.comp.compress(&meta)?;
@@ -945,6 +1058,67 @@ mod tests {
                 "seeking, byte {i}"
             );
         }
+    }
+
+    /// Writes `records` with compression beside (`abandon` instead of `finish` when
+    /// `cut`).
+    fn encode_beside(records: &[Access], cut: bool) -> Vec<u8> {
+        let mut buf = Vec::new();
+        {
+            let mut w = NativeWriter::new(&mut buf, true, true).unwrap().compress_beside().unwrap();
+            for a in records {
+                w.push(a).unwrap();
+            }
+            if cut {
+                w.abandon().unwrap();
+            } else {
+                w.finish().unwrap();
+            }
+        }
+        buf
+    }
+
+    /// Six blocks, more than the thread may hold at once, so the writer also waits
+    /// for it: the same bytes as compressing in line, and an abandoned trace keeps
+    /// every block.
+    #[test]
+    fn compressing_beside_writes_the_same_bytes() {
+        let recs = sample(5 * BLOCK_RECORDS + 123);
+        assert_eq!(encode_beside(&recs, false), encode(&recs, true, true));
+        let err = decode(encode_beside(&recs, true), 4096).unwrap_err().to_string();
+        assert!(err.contains(&format!("after 6 complete blocks ({} records)", recs.len())), "{err}");
+    }
+
+    /// A sink that takes `left` bytes, then fails like a full disk.
+    struct Full {
+        left: usize,
+    }
+
+    impl Write for Full {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            if self.left == 0 {
+                return Err(io::Error::new(io::ErrorKind::StorageFull, "no space left on device"));
+            }
+            let n = b.len().min(self.left);
+            self.left -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// With compression beside, a write that fails is reported by a later `push` or
+    /// by `finish`, never lost, and the writer does not hang on its thread.
+    #[test]
+    fn a_failed_write_is_reported_with_compression_beside() {
+        let mut w = NativeWriter::new(Full { left: 50_000 }, false, false).unwrap().compress_beside().unwrap();
+        let pushed = sample(4 * BLOCK_RECORDS).iter().try_for_each(|a| w.push(a));
+        let err = match pushed {
+            Err(e) => e,
+            Ok(()) => w.finish().map(|_| ()).unwrap_err(),
+        };
+        assert!(format!("{err:#}").contains("no space left"), "{err:#}");
     }
 
     #[test]

@@ -141,7 +141,9 @@ pub fn record(req: &Request, out: File) -> Result<Recorded> {
         _ => {}
     }
     let mut sink = Sink {
-        writer: NativeWriter::with_meta(BufWriter::with_capacity(1 << 20, out), req.via == Via::Qemu, false)?,
+        // Compression runs beside the drain: it takes the core QEMU leaves idle while
+        // it waits for room in its rings, and the drain's while QEMU translates.
+        writer: NativeWriter::with_meta(BufWriter::with_capacity(1 << 20, out), req.via == Via::Qemu, false)?.compress_beside()?,
         windows: Windows::new(req.sampling),
         path: req.out.clone(),
     };
