@@ -9,12 +9,29 @@ scheduler), 1 when runs failed, and 130 when interrupted.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
+#: Set by the first Ctrl-C. Dask may catch the KeyboardInterrupt it raises (seen once
+#: while a client was still connecting: the connection then ran to its timeout), so
+#: the command also asks this flag before it reports any other way of ending.
+interrupted = False
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    global interrupted
+    interrupted = True
+    raise KeyboardInterrupt
+
+
+signal.signal(signal.SIGINT, _on_sigint)
+
+# Imported after the handler is in place, so that a Ctrl-C during these imports
+# counts too.
 from tiersim import StoreError
 from tiersim.sweep import checked_grid, sweep
 
@@ -61,14 +78,17 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("ignore", RuntimeWarning)
             frame = sweep(args.spec, db=args.db, jobs=args.jobs, client=client, progress=True)
     except (ValueError, TypeError, FileNotFoundError, StoreError, SchedulerUnreachable) as e:
+        if interrupted:
+            return _interrupted()
         print(f"tiersim: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("tiersim: interrupted; the same command runs only the runs left", file=sys.stderr)
-        return 130
+        return _interrupted()
     finally:
         if client is not None:
             client.close()
+    if interrupted:
+        return _interrupted()
     a = frame.attrs
     name = frame["sweep"].iloc[0] if len(frame) else args.spec.stem
     print(
@@ -84,6 +104,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tiersim: {len(failed)} of {a['total']} runs failed; their messages are in the store (status 'failed'), and the same command runs them again", file=sys.stderr)
         return 1
     return 0
+
+
+def _interrupted() -> int:
+    print("tiersim: interrupted; the same command runs only the runs left", file=sys.stderr)
+    return 130
 
 
 if __name__ == "__main__":
