@@ -308,17 +308,12 @@ impl<W: Write> NativeWriter<W> {
                 bail!("native writer: the compressing thread stopped");
             }
             b.in_flight.push_back(self.n);
-            while self.beside.as_ref().is_some_and(|b| b.in_flight.len() >= Beside::MAX_IN_FLIGHT) {
-                self.write_compressed()?;
-            }
+            self.write_compressed(Beside::MAX_IN_FLIGHT - 1)?;
         } else {
             self.zbuf.clear();
             self.zbuf.reserve(zstd::zstd_safe::compress_bound(self.raw.len()));
             self.comp.compress_to_buffer(&self.raw[..], &mut self.zbuf)?;
-            let z = std::mem::take(&mut self.zbuf);
-            let written = self.write_block(self.n, self.raw.len(), &z);
-            self.zbuf = z;
-            written?;
+            Self::write_block(&mut self.out, &mut self.offset, self.n, self.raw.len(), &self.zbuf)?;
             self.raw.clear();
         }
         self.n = 0;
@@ -326,33 +321,30 @@ impl<W: Write> NativeWriter<W> {
         Ok(())
     }
 
-    /// Writes the oldest block out with the compressing thread, waiting for it.
-    fn write_compressed(&mut self) -> Result<()> {
+    /// Writes blocks back from the compressing thread, oldest first and waiting for
+    /// each, until at most `keep` are left with it.
+    fn write_compressed(&mut self, keep: usize) -> Result<()> {
         let Some(b) = &mut self.beside else { return Ok(()) };
-        let Some(n) = b.in_flight.pop_front() else { return Ok(()) };
-        let (raw_len, z, raw) = b.from.recv().map_err(|_| anyhow!("native writer: the compressing thread stopped"))??;
-        b.spare.push(raw);
-        self.write_block(n, raw_len, &z)
-    }
-
-    /// Writes all blocks still with the compressing thread.
-    fn drain_compressed(&mut self) -> Result<()> {
-        while self.beside.as_ref().is_some_and(|b| !b.in_flight.is_empty()) {
-            self.write_compressed()?;
+        while b.in_flight.len() > keep {
+            let n = b.in_flight.pop_front().expect("a block in flight");
+            let (raw_len, z, raw) = b.from.recv().map_err(|_| anyhow!("native writer: the compressing thread stopped"))??;
+            b.spare.push(raw);
+            Self::write_block(&mut self.out, &mut self.offset, n, raw_len, &z)?;
         }
         Ok(())
     }
 
-    /// Writes one block of `n` records, `raw_len` bytes before compression.
-    fn write_block(&mut self, n: usize, raw_len: usize, z: &[u8]) -> Result<()> {
+    /// Writes one block of `n` records, `raw_len` bytes before compression, to `out`
+    /// at `offset`.
+    fn write_block(out: &mut W, offset: &mut u64, n: usize, raw_len: usize, z: &[u8]) -> Result<()> {
         let mut head = [0u8; 13];
         head[0] = b'B';
         head[1..5].copy_from_slice(&(n as u32).to_le_bytes());
         head[5..9].copy_from_slice(&(raw_len as u32).to_le_bytes());
         head[9..13].copy_from_slice(&(z.len() as u32).to_le_bytes());
-        self.out.write_all(&head)?;
-        self.out.write_all(z)?;
-        self.offset += (head.len() + z.len()) as u64;
+        out.write_all(&head)?;
+        out.write_all(z)?;
+        *offset += (head.len() + z.len()) as u64;
         Ok(())
     }
 
@@ -361,7 +353,7 @@ impl<W: Write> NativeWriter<W> {
     /// truncated after its complete blocks.
     pub fn abandon(mut self) -> Result<()> {
         self.flush_block()?;
-        self.drain_compressed()?;
+        self.write_compressed(0)?;
         self.out.flush()?;
         Ok(())
     }
@@ -370,7 +362,7 @@ impl<W: Write> NativeWriter<W> {
     /// the trailer, and returns what the trace holds.
     pub fn finish(mut self) -> Result<Written> {
         self.flush_block()?;
-        self.drain_compressed()?;
+        self.write_compressed(0)?;
         if self.flags & FLAG_META != 0 {
             let meta = self.meta.take().ok_or_else(|| anyhow!("native writer: the header announces metadata that was never set"))?;
             let z = self.comp.compress(&meta)?;
