@@ -14,7 +14,8 @@
 //! tenant's layout generator), each starting at its own random place on it.
 
 use super::permute::Permutation;
-use super::{layout_rng, stream_rng, Emitter, WorkloadConfig};
+use super::rates::{independent, AccessModel, Phased};
+use super::{layout_rng, stream_rng, Emitter, WorkloadConfig, PAGE_BYTES};
 use crate::trace::{Access, Source, DEPENDENT};
 
 /// Bytes per node of the chased list: one cache line.
@@ -65,6 +66,23 @@ impl Source for Chase {
     fn len_hint(&self) -> Option<u64> {
         Some(self.emitter.refs)
     }
+}
+
+/// The statement of `chase` (module `rates`): every line is visited once a lap, in
+/// an order without locality, so a page's share is its share of the whole lines, its
+/// visits far apart (a burst each), every reference a dependent load.
+pub(super) fn model(cfg: &WorkloadConfig, cores: u64) -> Box<dyn AccessModel> {
+    let lines = cfg.footprint.bytes() / LINE_BYTES;
+    let per_page = PAGE_BYTES / LINE_BYTES;
+    let first = cfg.base_vaddr / PAGE_BYTES;
+    let pages = lines.div_ceil(per_page);
+    let (refs, instrs) = (cfg.refs, cfg.instrs as u64);
+    Box::new(Phased::new("stated: one random cycle through every line".into(), vec![first..first + pages], 1, cores, move |_, out| {
+        out.refs = refs;
+        out.instrs = instrs * refs;
+        out.dependent = refs;
+        out.pages = (0..pages).map(|i| independent(first + i, (lines - i * per_page).min(per_page) as f64 / lines as f64, 0.0, refs)).collect();
+    }))
 }
 
 #[cfg(test)]

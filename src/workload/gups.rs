@@ -9,7 +9,8 @@
 //! [`XOR_INSTRS`] instruction, the XOR. `refs` counts loads and stores, so an odd
 //! budget ends with a lone load.
 
-use super::{stream_rng, Emitter, WorkloadConfig};
+use super::rates::{AccessModel, PageLoad, Phased, BURST_GAP};
+use super::{stream_rng, Emitter, WorkloadConfig, PAGE_BYTES};
 use crate::rng::Rng;
 use crate::trace::{Access, Source, WRITE};
 
@@ -77,6 +78,31 @@ impl Source for Gups {
     fn len_hint(&self) -> Option<u64> {
         Some(self.emitter.refs)
     }
+}
+
+/// The statement of `gups` (module `rates`): each update picks a word uniformly and
+/// loads then stores it, one burst of two references; a page's share of the updates
+/// is its share of the table's words. An odd reference count ends with a load.
+pub(super) fn model(cfg: &WorkloadConfig, cores: u64) -> Box<dyn AccessModel> {
+    let words = cfg.footprint.bytes() / WORD_BYTES as u64;
+    let per_page = PAGE_BYTES / WORD_BYTES as u64;
+    let first = cfg.base_vaddr / PAGE_BYTES;
+    let pages = words.div_ceil(per_page);
+    let (refs, instrs) = (cfg.refs, cfg.instrs as u64);
+    let (loads, stores) = (refs.div_ceil(2), refs / 2);
+    Box::new(Phased::new("stated: uniform read-modify-write updates".into(), vec![first..first + pages], 1, cores, move |_, out| {
+        out.refs = refs;
+        out.instrs = loads * instrs + stores * XOR_INSTRS as u64;
+        out.pages = (0..pages)
+            .map(|i| {
+                let p = (words - i * per_page).min(per_page) as f64 / words as f64;
+                // An update starts a burst unless one of the previous BURST_GAP / 2
+                // updates went to the page.
+                let bursts = loads as f64 * p * (1.0 - p).powf((BURST_GAP / 2) as f64);
+                PageLoad { vpn: first + i, reads: (loads as f64 * p) as f32, writes: (stores as f64 * p) as f32, bursts: bursts as f32, write_bursts: (bursts * stores as f64 / loads as f64) as f32 }
+            })
+            .collect();
+    }))
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 //! The places are drawn from the tenant's layout generator, so every core of a
 //! tenant sees the same hot region in the same phase.
 
+use super::rates::{independent, AccessModel, Phased};
 use super::{layout_rng, share_in_pages, stream_rng, Emitter, Phases, WorkloadConfig, PAGE_BYTES};
 use crate::rng::Rng;
 use crate::trace::{Access, Source, WRITE};
@@ -133,6 +134,36 @@ impl Source for Hotspot {
     fn len_hint(&self) -> Option<u64> {
         Some(self.emitter.refs)
     }
+}
+
+/// The statement of `hotspot` (module `rates`), phase by phase: a page of the hot
+/// region gets `hot_refs / hot_pages` of the references, and every page its share of
+/// the footprint's bytes of the other `1 − hot_refs`. The hot regions are those the
+/// generator draws, from the same layout generator.
+pub(super) fn model(cfg: &WorkloadConfig, tenant: u16, cores: u64) -> Box<dyn AccessModel> {
+    let mut g = Hotspot::new(cfg, 0, tenant);
+    let bytes = cfg.footprint.bytes();
+    let first = cfg.base_vaddr / PAGE_BYTES;
+    let all_pages = bytes.div_ceil(PAGE_BYTES);
+    let (wf, instrs) = (cfg.write_fraction, cfg.instrs as u64);
+    let what = format!("stated: {} % of references on {} hot pages, {} phase(s)", g.hot_refs * 100.0, g.hot_pages, g.phases.count);
+    Box::new(Phased::new(what, vec![first..first + all_pages], g.phases.count, cores, move |i, out| {
+        let phase_start = if i == 0 { 0 } else { g.phases.end(i - 1) };
+        let refs = g.phases.end(i) - phase_start;
+        if i > 0 {
+            g.move_hot_region();
+        }
+        let hot = g.hot_start..g.hot_start + g.hot_pages;
+        out.refs = refs;
+        out.instrs = instrs * refs;
+        out.pages = (0..all_pages)
+            .map(|p| {
+                let background = (1.0 - g.hot_refs) * (bytes - p * PAGE_BYTES).min(PAGE_BYTES) as f64 / bytes as f64;
+                let share = background + if hot.contains(&p) { g.hot_refs / g.hot_pages as f64 } else { 0.0 };
+                independent(first + p, share, wf, refs)
+            })
+            .collect();
+    }))
 }
 
 #[cfg(test)]

@@ -65,7 +65,8 @@
 use super::permute::Permutation;
 use super::program::{check_host_memory, hash, largest_fitting, Heap, Program, Refs, Run, VECTOR_BYTES};
 use super::zipf::RankSampler;
-use super::{layout_rng, stream_rng, Emitter, WorkloadConfig};
+use super::rates::{AccessModel, Order, PageLoad, Phased, Stretch, BURST_GAP};
+use super::{layout_rng, stream_rng, Emitter, WorkloadConfig, PAGE_BYTES};
 use crate::rng::Rng;
 use crate::trace::{Source, WRITE};
 use anyhow::{bail, Result};
@@ -473,6 +474,122 @@ impl Program for Kv {
             refs.sweep(start + first, len - first, VECTOR_BYTES, COPY_INSTRS, WRITE);
         }
     }
+}
+
+/// The statement of `kv` (module `rates`): from the store's layout, chains and
+/// popularity, each key's share of the operations and the references its operation
+/// makes — the bucket, each chain entry and key up to it, the object (a load and the
+/// LRU store), the value's pieces (loads for a read, stores for an update) — summed
+/// per page. Each page an operation touches is one burst of it; a page touched by
+/// another operation within the burst gap continues the burst.
+pub(super) fn model(cfg: &WorkloadConfig, tenant: u16, cores: u64) -> Result<Box<dyn AccessModel>> {
+    let store = Kv::new(cfg, layout(cfg)?, layout_rng(cfg, tenant), stream_rng(cfg, 0, tenant));
+    let l = &store.layout;
+    let keys = l.keys;
+    // Each popularity rank's share of the operations, then each key's.
+    let mut share = vec![0.0f64; keys as usize];
+    match &store.ranks {
+        Ranks::Zipfian(_) => {
+            let h: f64 = (1..=keys).rev().map(|r| (r as f64).powf(-store.cfg.theta)).sum();
+            for r in 0..keys {
+                share[store.popular.apply(r) as usize] = ((r + 1) as f64).powf(-store.cfg.theta) / h;
+            }
+        }
+        Ranks::Hotspot { hot, ops } => {
+            for r in 0..keys {
+                let s = if *hot == keys {
+                    1.0 / keys as f64
+                } else if r < *hot {
+                    ops / *hot as f64
+                } else {
+                    (1.0 - ops) / (keys - hot) as f64
+                };
+                share[store.popular.apply(r) as usize] = s;
+            }
+        }
+    }
+    let read = store.cfg.ycsb.read_share();
+    let first = cfg.base_vaddr / PAGE_BYTES;
+    let pages = l.footprint.div_ceil(PAGE_BYTES) as usize;
+    // Per page, per operation: loads, stores, operations touching it, of them updates
+    // storing to it.
+    let mut per_op = vec![[0.0f64; 4]; pages];
+    let page = |addr: u64| (addr / PAGE_BYTES - first) as usize;
+    let (mut refs, mut instrs, mut dependent) = (0.0, 0.0, 0.0);
+    for b in 0..l.bucket_count {
+        let mut chain = Vec::new();
+        let mut e = store.head[b as usize];
+        while e != END {
+            chain.push(e as u64);
+            e = store.next[e as usize];
+        }
+        for (depth, &key) in chain.iter().enumerate() {
+            let q = share[key as usize];
+            if q == 0.0 {
+                continue;
+            }
+            let bucket = page(l.buckets + b * BUCKET_BYTES);
+            per_op[bucket][0] += q;
+            per_op[bucket][2] += q;
+            for &entry in &chain[..=depth] {
+                let p = page(l.pairs + entry * PAIR_BYTES);
+                per_op[p][0] += 2.0 * q;
+                per_op[p][2] += q;
+            }
+            let object = page(l.objects + key * OBJECT_BYTES);
+            per_op[object][0] += q;
+            per_op[object][1] += q;
+            per_op[object][2] += q;
+            per_op[object][3] += q;
+            let (start, len) = store.value(key);
+            let head = ((start / VECTOR_BYTES + 1) * VECTOR_BYTES - start).min(len);
+            let mut pieces = 1.0;
+            let count = |addr: u64, per_op: &mut Vec<[f64; 4]>| {
+                let p = page(addr);
+                per_op[p][0] += q * read;
+                per_op[p][1] += q * (1.0 - read);
+            };
+            count(start, &mut per_op);
+            let mut value_pages = vec![page(start)];
+            for (at, _) in super::program::pieces(start + head, len - head, VECTOR_BYTES) {
+                count(at, &mut per_op);
+                pieces += 1.0;
+                if *value_pages.last().expect("a first page") != page(at) {
+                    value_pages.push(page(at));
+                }
+            }
+            for p in value_pages {
+                per_op[p][2] += q;
+                per_op[p][3] += q * (1.0 - read);
+            }
+            let chained = (depth + 1) as f64;
+            refs += q * (1.0 + 2.0 * chained + 2.0 + pieces);
+            instrs += q * (store.cfg.op_instrs as f64 + chained * (CHAIN_INSTRS + COMPARE_INSTRS) as f64 + (OBJECT_INSTRS + LRU_INSTRS + FIRST_COPY_INSTRS) as f64 + (pieces - 1.0) * COPY_INSTRS as f64);
+            dependent += q * (2.0 * chained + 1.0 + read);
+        }
+    }
+    let per_core = cfg.refs;
+    let ops = per_core as f64 / refs;
+    let mut stretch = Stretch { refs: per_core, instrs: (instrs * ops) as u64, dependent: (dependent * ops) as u64, order: Order::Random, pages: Vec::new() };
+    stretch.pages = per_op
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c[0] + c[1] > 0.0)
+        .map(|(i, c)| {
+            // A touch starts a burst unless an operation touched the page within the
+            // burst gap, about BURST_GAP / (references per operation) operations.
+            let lone = (1.0 - c[2].min(1.0)).powf(BURST_GAP as f64 * ops / per_core as f64);
+            PageLoad {
+                vpn: first + i as u64,
+                reads: (c[0] * ops) as f32,
+                writes: (c[1] * ops) as f32,
+                bursts: (c[2] * ops * lone) as f32,
+                write_bursts: (c[3] * ops * lone) as f32,
+            }
+        })
+        .collect();
+    let what = format!("stated: {} keys, {:?} popularity, YCSB {:?}, {:.1} references per operation", keys, store.cfg.popularity, store.cfg.ycsb, refs);
+    Ok(Box::new(Phased::new(what, vec![first..first + pages as u64], 1, cores, move |_, out| out.clone_from(&stretch))))
 }
 
 #[cfg(test)]

@@ -45,6 +45,7 @@ mod kv;
 mod pagerank;
 pub mod permute;
 mod program;
+pub mod rates;
 mod seqscan;
 mod spmv_cg;
 mod stream;

@@ -16,7 +16,9 @@
 //! tenant sweep the same window; each core starts its sweep at its own random
 //! place in it, and keeps that relative place when the window moves.
 
+use super::rates::{independent, AccessModel, Order, Stretch};
 use super::{layout_rng, share_in_pages, stream_rng, Emitter, Phases, WorkloadConfig, PAGE_BYTES};
+use anyhow::Result;
 use crate::rng::Rng;
 use crate::trace::{Access, Source, WRITE};
 
@@ -116,6 +118,95 @@ impl Source for Seqscan {
 
     fn len_hint(&self) -> Option<u64> {
         Some(self.emitter.refs)
+    }
+}
+
+/// Stretches per sweep of the window in the statement: a policy that looks every
+/// second sees where the sweep has been within a sixteenth of the window.
+const STRETCHES_PER_SWEEP: u64 = 16;
+
+/// The statement of `seqscan` (module `rates`): within a phase, stretches of a
+/// sixteenth of a sweep each, in which the pages of the swept slots get the
+/// `hot_refs` share (one burst per page and pass) and every page its share of the
+/// footprint's bytes of the others. The sweep is core 0's; the other cores of a
+/// tenant sweep the same window from their own places, which the statement does not
+/// follow (it counts their references as core 0's).
+pub(super) fn model(cfg: &WorkloadConfig, tenant: u16, cores: u64) -> Box<dyn AccessModel> {
+    let g = Seqscan::new(cfg, 0, tenant);
+    let first = cfg.base_vaddr / PAGE_BYTES;
+    let all_pages = cfg.footprint.bytes().div_ceil(PAGE_BYTES);
+    Box::new(SeqscanModel { g, first, all_pages, cores, bytes: cfg.footprint.bytes(), instrs: cfg.instrs as u64, at: 0 })
+}
+
+/// The statement of one core's sweeps.
+struct SeqscanModel {
+    /// The generator, whose phase, window and sweep place the statement advances.
+    g: Seqscan,
+    first: u64,
+    all_pages: u64,
+    cores: u64,
+    bytes: u64,
+    instrs: u64,
+    /// References stated so far.
+    at: u64,
+}
+
+impl AccessModel for SeqscanModel {
+    fn describe(&self) -> String {
+        format!("stated: sweeps of {} pages, {} % of references, {} phase(s)", self.g.window_pages, self.g.hot_refs * 100.0, self.g.phases.count)
+    }
+
+    fn universe(&self) -> Vec<std::ops::Range<u64>> {
+        vec![self.first..self.first + self.all_pages]
+    }
+
+    fn next(&mut self, out: &mut Stretch) -> Result<bool> {
+        let g = &mut self.g;
+        while self.at == g.phases.end(g.phase) && g.phase + 1 < g.phases.count {
+            g.phase += 1;
+            g.window_start = (g.window_start + g.window_pages) % g.pages;
+        }
+        let end = g.phases.end(g.phase);
+        if self.at >= end {
+            return Ok(false);
+        }
+        // References for a sixteenth of a sweep (all of the phase's without sweeps).
+        let per_sweep = if g.hot_refs > 0.0 { (g.window_slots as f64 / g.hot_refs).ceil() as u64 } else { u64::MAX };
+        let refs = (end - self.at).min((per_sweep / STRETCHES_PER_SWEEP).max(1));
+        self.at += refs;
+        let wf = g.write_fraction;
+        let mut loads: Vec<(f64, f64)> = (0..self.all_pages).map(|p| ((1.0 - g.hot_refs) * (self.bytes - p * PAGE_BYTES).min(PAGE_BYTES) as f64 / self.bytes as f64 * refs as f64, 0.0)).collect();
+        let swept = (g.hot_refs * refs as f64).round() as u64;
+        let slots_per_page = PAGE_BYTES >> g.shift;
+        let mut left = swept;
+        while left > 0 {
+            let page_of_window = g.sweep / slots_per_page;
+            let in_page = (slots_per_page - g.sweep % slots_per_page).min(g.window_slots - g.sweep).min(left);
+            let page = ((g.window_start + page_of_window) % g.pages) as usize;
+            loads[page].0 += in_page as f64;
+            loads[page].1 += 1.0;
+            left -= in_page;
+            g.sweep = (g.sweep + in_page) % g.window_slots;
+        }
+        out.refs = refs;
+        out.instrs = self.instrs * refs;
+        out.dependent = 0;
+        out.order = Order::Random;
+        out.pages = loads
+            .iter()
+            .enumerate()
+            .map(|(p, &(n, sweeps))| {
+                let mut l = independent(self.first + p as u64, n / refs as f64, wf, refs);
+                if sweeps > 0.0 {
+                    // The sweep's references to the page are one burst per pass.
+                    l.bursts = sweeps as f32;
+                    l.write_bursts = (sweeps * (1.0 - (1.0 - wf).powf(n / sweeps))) as f32;
+                }
+                l
+            })
+            .collect();
+        out.scale_by(self.cores);
+        Ok(true)
     }
 }
 

@@ -2,7 +2,8 @@
 //! footprint. With no locality at all, it is the baseline that any tiering policy
 //! can only place by chance: the fast tier's hit rate is its share of the footprint.
 
-use super::{stream_rng, Emitter, WorkloadConfig};
+use super::rates::{independent, AccessModel, Phased};
+use super::{stream_rng, Emitter, WorkloadConfig, PAGE_BYTES};
 use crate::rng::Rng;
 use crate::trace::{Access, Source, WRITE};
 
@@ -49,6 +50,20 @@ impl Source for Uniform {
     fn len_hint(&self) -> Option<u64> {
         Some(self.emitter.refs)
     }
+}
+
+/// The statement of `uniform` (module `rates`): every slot equally likely, so a
+/// page's share of the references is its share of the footprint's bytes.
+pub(super) fn model(cfg: &WorkloadConfig, cores: u64) -> Box<dyn AccessModel> {
+    let bytes = cfg.footprint.bytes();
+    let first = cfg.base_vaddr / PAGE_BYTES;
+    let pages = bytes.div_ceil(PAGE_BYTES);
+    let (refs, wf, instrs) = (cfg.refs, cfg.write_fraction, cfg.instrs as u64);
+    Box::new(Phased::new("stated: uniform over the footprint".into(), vec![first..first + pages], 1, cores, move |_, out| {
+        out.refs = refs;
+        out.instrs = instrs * refs;
+        out.pages = (0..pages).map(|i| independent(first + i, (bytes - i * PAGE_BYTES).min(PAGE_BYTES) as f64 / bytes as f64, wf, refs)).collect();
+    }))
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 //! of the footprint is never touched.
 
 use super::permute::Permutation;
+use super::rates::{independent, AccessModel, Phased};
 use super::{layout_rng, stream_rng, Emitter, WorkloadConfig, PAGE_BYTES};
 use crate::rng::Rng;
 use crate::trace::{Access, Source, WRITE};
@@ -220,6 +221,25 @@ impl Density {
             Form::Power => ((1.0 + self.one_minus_alpha * y).max(0.0).ln() * self.inv_one_minus_alpha).exp(),
         }
     }
+}
+
+/// The statement of `zipf` (module `rates`): the page of rank `r` gets a share
+/// `r^-alpha / H(N, alpha)` of the references (the rejection-inversion sampler draws
+/// ranks with exactly these probabilities), placed through the same permutation.
+pub(super) fn model(cfg: &WorkloadConfig, tenant: u16, cores: u64) -> Box<dyn AccessModel> {
+    let pages = cfg.footprint.bytes() / PAGE_BYTES;
+    let first = cfg.base_vaddr / PAGE_BYTES;
+    let order = Permutation::new(pages, layout_rng(cfg, tenant).next_u64());
+    let alpha = cfg.zipf.alpha;
+    let (refs, wf, instrs) = (cfg.refs, cfg.write_fraction, cfg.instrs as u64);
+    Box::new(Phased::new(format!("stated: Zipf pages, alpha {alpha}"), vec![first..first + pages], 1, cores, move |_, out| {
+        // Summed from the smallest terms up, for accuracy.
+        let h: f64 = (1..=pages).rev().map(|r| (r as f64).powf(-alpha)).sum();
+        out.refs = refs;
+        out.instrs = instrs * refs;
+        out.pages = (1..=pages).map(|r| independent(first + order.apply(r - 1), (r as f64).powf(-alpha) / h, wf, refs)).collect();
+        out.pages.sort_by_key(|p| p.vpn);
+    }))
 }
 
 #[cfg(test)]
