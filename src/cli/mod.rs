@@ -141,11 +141,20 @@ pub struct ConfigArgs {
     /// Skip malformed trace lines (and count them) instead of stopping at the first.
     #[arg(long)]
     pub skip_malformed: bool,
-    /// `detailed` (the full model for every reference) or `sampled` (detailed windows
-    /// and fast-forward; shorthand for --set engine.mode=MODE; docs/sampled.md).
+    /// `detailed` (the full model for every reference), `sampled` (detailed windows
+    /// and fast-forward; docs/sampled.md) or `epochs` (page-granular rates, for the
+    /// papers' periods of seconds to minutes; docs/epochs.md); shorthand for --set
+    /// engine.mode=MODE.
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,
+    /// Simulated seconds to run (shorthand for --set engine.seconds=S); without
+    /// --refs the workloads' references are then not limited.
+    #[arg(long, value_name = "S", allow_hyphen_values = true)]
+    pub seconds: Option<String>,
 }
+
+/// The references of a workload run by `--seconds` alone: more than any run makes.
+pub const UNLIMITED_REFS: u64 = 1 << 60;
 
 /// Parses the value of a whole-number option; the error names the option.
 fn whole_number(option: &str, v: &str) -> Result<u64> {
@@ -195,10 +204,20 @@ impl ConfigArgs {
             sets.push(format!("workload.seed={}", whole_number("--seed", v)?));
         }
         if let Some(m) = &self.mode {
-            if !matches!(m.as_str(), "detailed" | "sampled") {
-                bail!("--mode: expected detailed or sampled, got {m}");
+            if !matches!(m.as_str(), "detailed" | "sampled" | "epochs") {
+                bail!("--mode: expected detailed, sampled or epochs, got {m}");
             }
             sets.push(format!("engine.mode={}", quoted(m)));
+        }
+        if let Some(v) = &self.seconds {
+            let s: f64 = v.trim().parse().map_err(|_| anyhow!("--seconds: `{v}` is not a number of seconds"))?;
+            if !(s.is_finite() && s > 0.0) {
+                bail!("--seconds: must be a positive number of seconds, got {v}");
+            }
+            sets.push(format!("engine.seconds={s:?}"));
+            if refs.is_none() && self.traces.is_empty() && !self.sets.iter().any(|s| s.trim_start().starts_with("workload.refs")) {
+                sets.push(format!("workload.refs={}", UNLIMITED_REFS));
+            }
         }
         sets.extend(self.sets.iter().cloned());
         if let Some(f) = &self.format {

@@ -40,11 +40,31 @@ pub struct EngineConfig {
     /// Window lengths of sampled mode.
     #[serde(skip_serializing_if = "SampledConfig::is_default")]
     pub sampled: SampledConfig,
+    /// Calibration and profiles of epochs mode.
+    #[serde(skip_serializing_if = "EpochsConfig::is_default")]
+    pub epochs: EpochsConfig,
+    /// Simulated seconds to run, in every mode (0: until the references run out). A
+    /// run ends at whichever comes first; with a length in seconds and no `--refs`,
+    /// the workloads' references are not limited (`workload.refs` becomes 2^60),
+    /// so their phases, which divide their references, do not change.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub seconds: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { epoch_cycles: 100_000_000, check_invariants: false, mode: Mode::Detailed, sampled: SampledConfig::default() }
+        EngineConfig {
+            epoch_cycles: 100_000_000,
+            check_invariants: false,
+            mode: Mode::Detailed,
+            sampled: SampledConfig::default(),
+            epochs: EpochsConfig::default(),
+            seconds: 0.0,
+        }
     }
 }
 
@@ -57,6 +77,10 @@ pub enum Mode {
     Detailed,
     /// Detailed windows alternating with fast-forward windows.
     Sampled,
+    /// No per-reference work within a stationary stretch: page-granular rates, a cost
+    /// model calibrated by short detailed windows, observations drawn when a policy
+    /// looks (docs/epochs.md).
+    Epochs,
 }
 
 impl Mode {
@@ -99,6 +123,83 @@ impl SampledConfig {
         }
         if self.warmup_refs >= self.detailed_refs {
             bail!("engine.sampled.warmup_refs: must be below detailed_refs ({}), got {}", self.detailed_refs, self.warmup_refs);
+        }
+        Ok(())
+    }
+}
+
+/// Epochs mode (`[engine.epochs]`, docs/epochs.md): when its cost model is
+/// calibrated by detailed windows, and how application workloads are profiled.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EpochsConfig {
+    /// References of a calibration's first part, run in full to re-warm the caches
+    /// and TLBs (not measured).
+    pub warmup_refs: u64,
+    /// References of a calibration's measured part.
+    pub calibration_refs: u64,
+    /// Simulated seconds after which a core is calibrated again in any case (0:
+    /// never on time alone).
+    pub recalibrate_s: f64,
+    /// A core is calibrated again when its tenant's stretch moves further than this
+    /// total variation distance from the stretch of its last calibration (a phase
+    /// change), ...
+    pub phase_distance: f64,
+    /// ... or when pages carrying this share of its references changed tier since.
+    pub moved_share: f64,
+    /// Simulated seconds between two calibrations of a core triggered by phases or
+    /// moves, at least.
+    pub min_gap_s: f64,
+    /// Simulated seconds a chunk of references lasts at most: the policy's hooks
+    /// run between chunks, so a period of a policy comes due at most this late.
+    pub max_chunk_s: f64,
+    /// References per window of a profile (application workloads, traces).
+    pub window_refs: u64,
+    /// References profiled of an application workload at most; its profile repeats
+    /// beyond them.
+    pub profile_refs: u64,
+}
+
+impl Default for EpochsConfig {
+    fn default() -> Self {
+        EpochsConfig {
+            warmup_refs: 200_000,
+            calibration_refs: 300_000,
+            recalibrate_s: 10.0,
+            phase_distance: 0.5,
+            moved_share: 0.2,
+            min_gap_s: 0.5,
+            max_chunk_s: 0.001,
+            window_refs: 1 << 22,
+            profile_refs: 1 << 28,
+        }
+    }
+}
+
+impl EpochsConfig {
+    pub fn is_default(&self) -> bool {
+        *self == EpochsConfig::default()
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.calibration_refs < 1000 {
+            bail!("engine.epochs.calibration_refs: must be at least 1000, got {}", self.calibration_refs);
+        }
+        if !(self.max_chunk_s.is_finite() && self.max_chunk_s > 0.0) {
+            bail!("engine.epochs.max_chunk_s: must be a positive number of seconds, got {}", self.max_chunk_s);
+        }
+        for (field, x) in [("recalibrate_s", self.recalibrate_s), ("min_gap_s", self.min_gap_s)] {
+            if !(x.is_finite() && x >= 0.0) {
+                bail!("engine.epochs.{field}: must be a number of seconds ≥ 0, got {x}");
+            }
+        }
+        for (field, x) in [("phase_distance", self.phase_distance), ("moved_share", self.moved_share)] {
+            if !(x > 0.0 && x <= 1.0) {
+                bail!("engine.epochs.{field}: must be in (0, 1], got {x}");
+            }
+        }
+        if self.window_refs == 0 || self.profile_refs == 0 {
+            bail!("engine.epochs: window_refs and profile_refs must be at least 1");
         }
         Ok(())
     }
@@ -427,6 +528,10 @@ impl Config {
             bail!("engine.epoch_cycles: must be positive");
         }
         self.engine.sampled.validate()?;
+        self.engine.epochs.validate()?;
+        if !(self.engine.seconds.is_finite() && self.engine.seconds >= 0.0) {
+            bail!("engine.seconds: must be a number of seconds ≥ 0, got {}", self.engine.seconds);
+        }
         for key in self.policy.params.keys() {
             if !POLICIES.iter().any(|p| p.0 == key) {
                 bail!("policy.{key}: unknown policy section (known policies: {})", POLICIES.iter().map(|p| p.0).collect::<Vec<_>>().join(", "));
@@ -598,6 +703,8 @@ impl Config {
         if let Some(Value::Table(engine)) = t.get_mut("engine") {
             engine.entry("mode").or_insert(Value::try_from(self.engine.mode)?);
             engine.entry("sampled").or_insert(Value::try_from(&self.engine.sampled)?);
+            engine.entry("epochs").or_insert(Value::try_from(&self.engine.epochs)?);
+            engine.entry("seconds").or_insert(Value::try_from(self.engine.seconds)?);
         }
         Ok(toml::to_string(&t)?)
     }

@@ -22,6 +22,10 @@
 //! A run asked to stop ([`RunOptions::stop`], set on Ctrl-C) ends at its next epoch
 //! boundary and reports what it simulated, marked incomplete.
 
+mod epochs;
+
+pub use epochs::EpochsReport;
+
 use crate::config::{Config, Mode, SampledConfig, WorkloadSlot};
 use crate::machine::sampled::{DETAILED, FAST, FIT, WARM};
 use crate::machine::{Build, Machine, MachineInfo, Redirect, TenantKind, TierId};
@@ -282,6 +286,15 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     let (mut feeds, total_refs) = open_feeds(cfg, &slots, &traces, tenants)?;
     let pcfg = cfg.policy_config::<R, P>(name)?;
     let req = P::requirements(&pcfg);
+    let epochs = cfg.engine.mode == Mode::Epochs;
+    if epochs {
+        if !R::PLAIN {
+            bail!("engine.mode = \"epochs\": policy {name} puts a redirection structure on the memory path, which every reference must reach as the full model sends it; run it detailed or sampled");
+        }
+        if req.foresight {
+            bail!("engine.mode = \"epochs\": policy {name} reads the whole reference stream before the run and counts every reference; run it detailed or sampled");
+        }
+    }
     let mut build = Build {
         tenants: kinds,
         footprint,
@@ -316,6 +329,12 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     }
     policy.on_start(&mut Mechanisms::on_core(&mut machine, &mut rt, 0));
     let check = cfg.engine.check_invariants || opts.verify;
+    let mut driver = if epochs { Some(epochs::Driver::new(cfg, &slots, &mut machine)?) } else { None };
+    if let Some(d) = &mut driver {
+        d.start(&mut machine)?;
+    }
+    // A run given in simulated seconds ends there.
+    let end_cycle = if cfg.engine.seconds > 0.0 { machine.info().cycles(cfg.engine.seconds) } else { u64::MAX };
     let epoch = cfg.engine.epoch_cycles;
     let mut next_epoch = epoch;
     let mut epochs = Vec::new();
@@ -328,8 +347,20 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     // Sampled mode, when asked for and possible (module `machine::sampled`).
     let sampled = cfg.engine.mode == Mode::Sampled && R::PLAIN;
     let windows = &cfg.engine.sampled;
-    let mut window: Vec<(Window, u64)> =
-        vec![if sampled { (Window::Warm, windows.warmup_refs) } else { (Window::Detailed, u64::MAX) }; feeds.len()];
+    let first = if let Some(d) = &driver {
+        let (phase, left) = d.first_phase();
+        (Window::Epochs(phase), left)
+    } else if sampled {
+        (Window::Warm, windows.warmup_refs)
+    } else {
+        (Window::Detailed, u64::MAX)
+    };
+    let mut window: Vec<(Window, u64)> = vec![first; feeds.len()];
+    if let Some(d) = &mut driver {
+        for (core, f) in feeds.iter_mut().enumerate() {
+            d.position(f, core);
+        }
+    }
     let mut refs_by_window = [0u64; 2];
     if sampled {
         machine.start_sampling();
@@ -365,7 +396,7 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         // The core runs until it passes the next executor (or the epoch end).
         let next_other = active.second_bound();
         let next_thread = rt.threads.next_busy().map_or(u64::MAX, |(clock, _)| clock);
-        let limit = next_other.min(next_thread).min(next_epoch);
+        let limit = next_other.min(next_thread).min(next_epoch).min(end_cycle);
         let feed = &mut feeds[core];
         let (kind, left) = window[core];
         let (n, exhausted) = match kind {
@@ -373,6 +404,26 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
             Window::Warm => run_slice::<WARM, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
             Window::Fit => run_slice::<FIT, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
             Window::Fast => run_slice::<FAST, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
+            Window::Epochs(phase) => {
+                let d = driver.as_mut().expect("epochs mode has a driver");
+                let from = machine.cores()[core].clock;
+                let ran = match phase {
+                    epochs::Phase::Chunks => d.chunk(&mut machine, &mut rt, &mut policy, core, limit)?,
+                    epochs::Phase::Warm => run_slice::<DETAILED, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
+                    epochs::Phase::Measure => d.measure(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
+                };
+                if phase != epochs::Phase::Chunks {
+                    d.ran_detailed(core, ran.0);
+                    machine.epochs_detailed(core, from);
+                }
+                let left = if phase == epochs::Phase::Chunks { left } else { left - ran.0 };
+                let (next, left) = d.next_phase(&mut machine, core, phase, left);
+                if next == epochs::Phase::Warm && phase == epochs::Phase::Chunks {
+                    d.position(feed, core);
+                }
+                window[core] = (Window::Epochs(next), left);
+                ran
+            }
         };
         done_refs += n;
         if sampled {
@@ -382,7 +433,7 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         if let Some(e) = machine.take_error() {
             return Err(failed(e));
         }
-        if exhausted {
+        if exhausted || machine.cores()[core].clock >= end_cycle {
             active.remove_first();
         } else {
             active.rekey_first(machine.cores()[core].clock);
@@ -444,6 +495,17 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
             ));
         }
         report.sampling = Some(SamplingReport::new(sampled, refs_by_window, machine.cost_models(), windows));
+    }
+    if let Some(d) = &driver {
+        report.epochs_mode = Some(d.report(&machine));
+        // A frame's writes are not simulated outside calibrations: only the tier's.
+        for t in report.tiers.iter_mut().filter(|t| t.lifetime_years.is_some()) {
+            t.lifetime_years = None;
+            report.notes.push(format!(
+                "{}: no lifetime from the most-written frame in epochs mode, which counts a tier's writes but not each frame's (ideal_lifetime_years and start_gap_lifetime_years stand)",
+                t.name
+            ));
+        }
     }
     Ok(report)
 }
@@ -542,6 +604,8 @@ enum Window {
     Fit,
     /// Fast-forward.
     Fast,
+    /// Epochs mode, in one of its phases (module `epochs`).
+    Epochs(epochs::Phase),
 }
 
 /// The window after `core`'s `kind` window with `left` references to go: the same
@@ -564,6 +628,7 @@ fn next_window<R: Redirect>(m: &mut Machine<R>, core: usize, kind: Window, left:
             m.end_fast_forward(core);
             (Window::Warm, w.warmup_refs)
         }
+        Window::Epochs(_) => unreachable!("epochs mode's phases follow its driver"),
     }
 }
 

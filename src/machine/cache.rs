@@ -375,6 +375,34 @@ impl Caches {
     }
 }
 
+impl Caches {
+    /// Adds write-backs that were not simulated (epochs mode), per level.
+    pub fn add_writebacks(&mut self, per_level: &[u64]) {
+        for (l, n) in self.levels.iter_mut().zip(per_level) {
+            l.writebacks += n;
+        }
+    }
+
+    /// Share of the last level's valid lines that are dirty (epochs mode prices its
+    /// write-backs with it: in a full cache each miss evicts a line, dirty with this
+    /// probability).
+    pub fn dirty_share(&self) -> f64 {
+        let Some(last) = self.levels.last() else { return 0.0 };
+        let (mut valid, mut dirty) = (0u64, 0u64);
+        for a in &last.instances {
+            for &t in &a.tags {
+                valid += (t != 0) as u64;
+                dirty += (t & DIRTY_TAG != 0) as u64;
+            }
+        }
+        if valid == 0 {
+            0.0
+        } else {
+            dirty as f64 / valid as f64
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -144,6 +144,15 @@ impl Calendar {
     }
 }
 
+impl Calendar {
+    /// Counts `cycles` of demand bus time that no request was simulated for (epochs
+    /// mode's demand traffic, module `machine::epochs`): background traffic leaves it
+    /// its share as it leaves simulated demand.
+    pub fn add_demand(&mut self, cycles: u64) {
+        self.demand_cycles += cycles;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,7 @@ pub mod config;
 pub mod copies;
 pub mod core;
 pub mod costs;
+pub mod epochs;
 pub mod error;
 pub mod events;
 pub mod hypervisor;
@@ -319,6 +320,8 @@ pub struct Machine<R: Redirect = NoRedirect> {
     /// Sampled mode's recency filter of data lines (empty until
     /// [`Machine::start_sampling`]).
     recent: RecencyFilter,
+    /// Epochs mode's page state (module [`epochs`]; `None` in other modes).
+    pub(crate) epochs: Option<Box<epochs::EpochsState>>,
     /// Test hook: a migration that skips the data copy, to prove `--verify` notices.
     #[cfg(test)]
     pub(crate) break_migration_copy: bool,
@@ -411,6 +414,7 @@ impl<R: Redirect> Machine<R> {
             error: None,
             models: (0..cfg.cores).map(|_| CostModel::new(frames.len(), cfg.caches.len())).collect(),
             recent: RecencyFilter::default(),
+            epochs: None,
             timing: Timing {
                 cpi_fp: (cfg.base_cpi * FP as f64).round() as u64,
                 inv_mlp_fp: (FP as f64 / cfg.mlp).round() as u64,
@@ -959,6 +963,7 @@ impl<R: Redirect> Machine<R> {
         if let Some(s) = &mut self.shadow {
             s.mapped(page, p.pfn, p.frames);
         }
+        self.epochs_log(tenant, p.addr, p.frames << 12);
         let c = &mut self.cores[core];
         c.stats.first_touch_faults += 1;
         c.stats.fault_cycles += self.timing.page_fault_cycles;

@@ -252,6 +252,10 @@ impl<R: Redirect> Machine<R> {
         }
         let huge_frames = self.space.huge_frames();
         let region = page.addr & !((huge_frames << 12) - 1);
+        match sd {
+            Shootdown::Page { page, huge } => self.epochs_dropped(page.tenant, page.addr, self.space.page_bytes(huge)),
+            Shootdown::Region { page } => self.epochs_dropped(page.tenant, region, huge_frames << 12),
+        }
         for c in &mut self.cores {
             match sd {
                 Shootdown::Page { page, huge } => {
@@ -322,6 +326,7 @@ impl<R: Redirect> Machine<R> {
     /// the old frames freed or kept, per-tenant counts and the move statistics.
     pub(crate) fn settle(&mut self, kind: MoveKind, m: &Move) {
         let (from_tier, to_tier) = (self.space.tier_of(m.from), self.space.tier_of(m.to));
+        self.epochs_log(m.page.tenant, m.page.addr, m.frames << 12);
         self.space.set_owners(m.to, m.frames, m.page, m.to_is_copy);
         if m.source == Source::KeepAsCopy {
             self.space.set_owners(m.from, m.frames, m.page, true);
@@ -428,7 +433,9 @@ impl<R: Redirect> Machine<R> {
         if !m.huge {
             return Err(MechError::NotHuge { page });
         }
+        self.epochs_settle(page.tenant, m.addr, true, m.slot, x.at);
         let first = self.space.split_mapping(page.tenant, m.addr)?;
+        self.epochs_log(page.tenant, m.addr, self.space.huge_bytes());
         for i in (0..self.space.huge_frames() as usize).step_by(8) {
             self.pte_access(x, page.tenant, first + i, true);
         }
@@ -444,6 +451,7 @@ impl<R: Redirect> Machine<R> {
     /// poison is cleared. `merge_ns`.
     pub(crate) fn merge(&mut self, x: &mut Exec, page: PageRef, to: TierId) -> Result<(), MechError> {
         self.space.check_tier(to)?;
+        self.epochs_settle_region(page.tenant, page.addr, x.at);
         let entries = self.space.region_entries(page)?;
         let n = self.space.huge_frames();
         let region = page.addr & !((n << 12) - 1);
@@ -490,6 +498,7 @@ impl<R: Redirect> Machine<R> {
             software: self.cfg.cycles(self.cfg.costs.merge_ns),
         };
         self.commit(x, plan);
+        self.epochs_log(tenant, region, n << 12);
         self.stats.merges += 1;
         self.stats.merges_copied += copied as u64;
         Ok(())
@@ -529,12 +538,15 @@ impl<R: Redirect> Machine<R> {
         self.cpu_ns(x, self.cfg.costs.rmap_walk_ns);
         self.pte_access(x, page.tenant, m.slot, false);
         self.cpu(x, self.cfg.costs.scan_pte_cycles);
-        let accessed = m.entry & ACCESSED != 0;
+        let entry = self.epochs_settle(page.tenant, m.addr, m.huge, m.slot, x.at);
+        let accessed = entry & ACCESSED != 0;
         if clear && accessed {
             *self.space.entry_mut(page.tenant, m.slot) &= !ACCESSED;
             self.pte_access(x, page.tenant, m.slot, true);
             if self.cfg.costs.flush_on_clear_young {
                 self.shootdown(x, Shootdown::Page { page: PageRef::new(page.tenant, m.addr), huge: m.huge });
+            } else {
+                self.epochs_cleared_without_flush(page.tenant, m.addr, m.huge);
             }
         }
         self.stats.ptes_scanned += 1;
@@ -562,9 +574,13 @@ impl<R: Redirect> Machine<R> {
         let per_pte = self.cfg.costs.scan_pte_cycles;
         let is_vm = self.is_vm(tenant);
         let mut cleared = 0;
-        for &(p, slot) in &pages {
+        for &(mut p, slot) in &pages {
             self.pte_access(x, tenant, slot, false);
             self.cpu(x, per_pte);
+            if self.epochs.is_some() {
+                let e = self.epochs_settle(tenant, p.addr, p.huge, slot, x.at);
+                (p.accessed, p.dirty) = (e & ACCESSED != 0, e & DIRTY != 0);
+            }
             f(p);
             if clear && (p.accessed || p.dirty) {
                 let e = self.space.entry_mut(tenant, slot);
@@ -638,6 +654,7 @@ impl<R: Redirect> Machine<R> {
     /// flushed whole by [`Machine::scan_done`]).
     fn leaf_changed(&mut self, x: &mut Exec, p: &PageInfo, slot: usize, is_vm: bool) {
         self.pte_access(x, p.tenant, slot, true);
+        self.epochs_dropped(p.tenant, p.addr, p.bytes);
         if !is_vm {
             for c in &mut self.cores {
                 c.tlb.invalidate(p.tenant, p.addr, p.huge);

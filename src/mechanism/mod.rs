@@ -167,17 +167,35 @@ pub struct Mechanisms<'a, R: Redirect = NoRedirect> {
     m: &'a mut Machine<R>,
     rt: &'a mut Runtime,
     on: Executor,
+    /// References the hook these mechanisms were handed to stands for (see
+    /// [`Mechanisms::references`]).
+    references: u64,
 }
 
 impl<'a, R: Redirect> Mechanisms<'a, R> {
     /// Mechanisms run by application core `core`, whose clock they advance.
     pub fn on_core(m: &'a mut Machine<R>, rt: &'a mut Runtime, core: usize) -> Mechanisms<'a, R> {
-        Mechanisms { m, rt, on: Executor::Core(core) }
+        Mechanisms { m, rt, on: Executor::Core(core), references: 1 }
+    }
+
+    /// Mechanisms of core `core` handed to `Policy::on_reference` for `references`
+    /// references at once: epochs mode runs a stretch of references without
+    /// simulating them one by one and calls the hook once for them.
+    pub fn on_core_for(m: &'a mut Machine<R>, rt: &'a mut Runtime, core: usize, references: u64) -> Mechanisms<'a, R> {
+        Mechanisms { m, rt, on: Executor::Core(core), references }
     }
 
     /// Mechanisms run by background thread `t`.
     pub fn on_thread(m: &'a mut Machine<R>, rt: &'a mut Runtime, t: ThreadId) -> Mechanisms<'a, R> {
-        Mechanisms { m, rt, on: Executor::Thread(t) }
+        Mechanisms { m, rt, on: Executor::Thread(t), references: 0 }
+    }
+
+    /// In `Policy::on_reference`, the references the call stands for: 1 in detailed
+    /// and sampled mode, the references of the stretch just run in epochs mode (which
+    /// is what a policy counting references by its calls must add; the pacer of the
+    /// monitor layer does). 1 on a core elsewhere, 0 on a background thread.
+    pub fn references(&self) -> u64 {
+        self.references
     }
 
     /// The executor these mechanisms run on.

@@ -101,12 +101,20 @@ impl Pacer {
         Ok(Pacer { period, length, by_references, refs: 0, next_look: first_look, due_at: length, waiting_since: None, periods: 0, waited: 0, longest_wait: 0, freq_hz })
     }
 
-    /// Counts one reference; true when a period is due at `now` (a cycle). The caller
-    /// then either [`start`](Pacer::start)s it or, if the last period's work is still
-    /// running, lets it [`wait`](Pacer::wait).
+    /// Counts the references of one call of `Policy::on_reference`
+    /// ([`Mechanisms::references`]: one, or the stretch an epochs-mode call stands
+    /// for); true when a period is due at the executor's clock. The caller then either
+    /// [`start`](Pacer::start)s it or, if the last period's work is still running,
+    /// lets it [`wait`](Pacer::wait).
     #[inline]
-    pub fn due(&mut self, now: u64) -> bool {
-        self.refs += 1;
+    pub fn due_in<R: Redirect>(&mut self, mech: &Mechanisms<R>) -> bool {
+        self.due(mech.references(), mech.now())
+    }
+
+    /// Counts `refs` references; true when a period is due at `now` (a cycle).
+    #[inline]
+    pub fn due(&mut self, refs: u64, now: u64) -> bool {
+        self.refs += refs;
         if self.refs < self.next_look {
             return false;
         }
@@ -143,7 +151,7 @@ impl Pacer {
     #[inline]
     pub fn submit_when_due<R: Redirect>(&mut self, mech: &mut Mechanisms<R>, thread: ThreadId, job: impl FnOnce() -> Job) -> bool {
         let now = mech.now();
-        if !self.due(now) {
+        if !self.due(mech.references(), now) {
             return false;
         }
         if !mech.thread(thread).is_ok_and(|t| t.idle) {
@@ -204,7 +212,7 @@ mod tests {
         let mut p = Pacer::new(Period::Seconds(2e-6), &info(0), "t").unwrap();
         let mut due = Vec::new();
         for r in 1..=5000u64 {
-            if p.due(r) {
+            if p.due(1, r) {
                 due.push(r);
                 p.start(r);
             }
@@ -218,7 +226,7 @@ mod tests {
     #[test]
     fn periods_per_run_divide_the_references() {
         let mut p = Pacer::new(Period::PerRun(4), &info(1000), "t").unwrap();
-        let due: Vec<u64> = (1..=1000u64).filter(|&r| p.due(r * 1_000_000) && { p.start(r); true }).collect();
+        let due: Vec<u64> = (1..=1000u64).filter(|&r| p.due(1, r * 1_000_000) && { p.start(r); true }).collect();
         assert_eq!(due, vec![250, 500, 750, 1000]);
         let r = p.report("the 30 s period");
         assert_eq!(r.note.as_deref(), Some("the 30 s period is scaled to the run: 4 periods of 250 references"));
@@ -230,13 +238,13 @@ mod tests {
     fn a_period_due_while_work_runs_waits_and_does_not_pile_up() {
         let mut p = Pacer::new(Period::References(100), &info(0), "t").unwrap();
         for r in 1..=100 {
-            assert_eq!(p.due(r), r == 100);
+            assert_eq!(p.due(1, r), r == 100);
         }
         p.start(100);
         // Due again at 200, but the work is still running until reference 450.
         let mut started = Vec::new();
         for r in 101..=1000u64 {
-            if p.due(r * 10) {
+            if p.due(1, r * 10) {
                 if r < 450 {
                     p.wait(r * 10);
                 } else {

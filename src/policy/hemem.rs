@@ -327,7 +327,7 @@ impl Policy for HeMem {
                 self.requeue(info.page);
             }
         }
-        if self.pacer.due(mech.now()) {
+        if self.pacer.due_in(mech) {
             if !mech.thread(THREAD).is_ok_and(|t| t.idle) {
                 self.pacer.wait(mech.now());
                 return;

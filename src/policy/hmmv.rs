@@ -815,7 +815,7 @@ impl<F: Flavor> Policy for HmmV<F> {
     #[inline]
     fn on_reference(&mut self, a: &Access, _o: &RefOutcome, mech: &mut Mechanisms) {
         let now = mech.now();
-        if !self.window.due(now) {
+        if !self.window.due_in(mech) {
             return;
         }
         if !mech.thread(SCANNER).is_ok_and(|t| t.idle) {

@@ -177,7 +177,7 @@ impl Policy for Nimble {
 
     fn on_reference(&mut self, _: &Access, _: &RefOutcome, mech: &mut Mechanisms) {
         let now = mech.now();
-        if !self.pacer.due(now) {
+        if !self.pacer.due_in(mech) {
             return;
         }
         // The next step waits for every thread of the last one.

@@ -745,7 +745,7 @@ impl Policy for Oracle {
         }
         self.achieved.count(&self.future, a, out);
         let now = mech.now();
-        if self.pacer.due(now) {
+        if self.pacer.due_in(mech) {
             if mech.thread(THREAD).is_ok_and(|t| t.idle) {
                 self.pacer.start(now);
                 self.decide(mech);

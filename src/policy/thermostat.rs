@@ -566,7 +566,7 @@ impl Policy for Thermostat {
 
     #[inline]
     fn on_reference(&mut self, _a: &Access, _o: &RefOutcome, mech: &mut Mechanisms) {
-        if self.pacer.due(mech.now()) {
+        if self.pacer.due_in(mech) {
             self.advance(mech);
         }
     }

@@ -395,6 +395,9 @@ pub struct Report {
     /// fast-forward, and the cost model's estimated error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampling: Option<SamplingReport>,
+    /// What epochs mode did (present when `engine.mode = "epochs"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epochs_mode: Option<crate::engine::EpochsReport>,
     /// With `--slowdown-vs P`: execution time relative to a run of P on the same input.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slowdown: Option<Slowdown>,
@@ -598,6 +601,7 @@ impl Report {
             redirect: m.redirect().report(cores, &m.cfg().tlb, &core_tenants(slots, cores.len())).into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             policy_report,
             sampling: None,
+            epochs_mode: None,
             slowdown: None,
             epochs,
             sim: SimInfo {

@@ -66,6 +66,14 @@ pub trait Source {
         None
     }
 
+    /// Passes over the next `n` accesses without producing them, when the source can
+    /// do so in far less time than producing them (a generator whose next access does
+    /// not depend on the ones before it); returns false, having done nothing, when it
+    /// cannot. Epochs mode positions a source before each detailed window with it.
+    fn skip(&mut self, _n: u64) -> bool {
+        false
+    }
+
     /// Malformed input lines skipped so far (trace readers opened with
     /// `skip_malformed`); generators never skip anything.
     fn malformed_skipped(&self) -> u64 {

@@ -66,6 +66,13 @@ impl Source for Chase {
     fn len_hint(&self) -> Option<u64> {
         Some(self.emitter.refs)
     }
+
+    /// The cycle's place moves on by `n`.
+    fn skip(&mut self, n: u64) -> bool {
+        let n = self.emitter.skip(n);
+        self.position = (self.position + n % self.lines) % self.lines;
+        true
+    }
 }
 
 /// The statement of `chase` (module `rates`): every line is visited once a lap, in

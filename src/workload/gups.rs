@@ -78,6 +78,14 @@ impl Source for Gups {
     fn len_hint(&self) -> Option<u64> {
         Some(self.emitter.refs)
     }
+
+    /// Updates are drawn independently: skipping draws nothing (an update cut in two
+    /// by the skip loses its store).
+    fn skip(&mut self, n: u64) -> bool {
+        self.emitter.skip(n);
+        self.pending_store = None;
+        true
+    }
 }
 
 /// The statement of `gups` (module `rates`): each update picks a word uniformly and

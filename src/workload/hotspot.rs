@@ -134,6 +134,16 @@ impl Source for Hotspot {
     fn len_hint(&self) -> Option<u64> {
         Some(self.emitter.refs)
     }
+
+    /// Draws nothing but the hot regions of the phases passed.
+    fn skip(&mut self, n: u64) -> bool {
+        self.emitter.skip(n);
+        while self.emitter.emitted >= self.phases.end(self.phase) && self.phase + 1 < self.phases.count {
+            self.phase += 1;
+            self.move_hot_region();
+        }
+        true
+    }
 }
 
 /// The statement of `hotspot` (module `rates`), phase by phase: a page of the hot

@@ -442,6 +442,11 @@ impl Kv {
 }
 
 impl Program for Kv {
+    /// Each operation draws its own key: operations are independent.
+    fn independent_steps(&self) -> bool {
+        true
+    }
+
     /// One operation.
     fn step(&mut self, refs: &mut Refs) {
         let read = self.rng.chance(self.cfg.ycsb.read_share());

@@ -377,6 +377,15 @@ impl Source for Init {
     fn len_hint(&self) -> Option<u64> {
         self.then.len_hint().map(|n| n + self.pages - self.next)
     }
+
+    fn skip(&mut self, n: u64) -> bool {
+        let here = n.min(self.pages - self.next);
+        if here < n && !self.then.skip(n - here) {
+            return false;
+        }
+        self.next += here;
+        true
+    }
 }
 
 /// Returns an unrelated 64-bit seed for each `(seed, salt)` pair: both go through
@@ -412,6 +421,13 @@ impl Emitter {
     fn new(cfg: &WorkloadConfig, core: u16, tenant: u16, size_bytes: u32) -> Emitter {
         let template = Access { vaddr: 0, instrs: cfg.instrs, core, tenant, size: size_bytes as u8, flags: 0 };
         Emitter { template, emitted: 0, refs: cfg.refs }
+    }
+
+    /// Counts up to `n` records as emitted without emitting them; returns how many.
+    fn skip(&mut self, n: u64) -> u64 {
+        let n = n.min(self.refs - self.emitted);
+        self.emitted += n;
+        n
     }
 
     /// Takes up to `max` records, but none past record number `limit`, from the

@@ -49,6 +49,12 @@ pub(super) trait Program {
     /// Runs the next step of the algorithm and appends its references to `refs`.
     /// Every step appends at least one reference.
     fn step(&mut self, refs: &mut Refs);
+
+    /// Whether each step is drawn independently of the ones before (a key-value
+    /// operation), so that steps can be skipped without running them.
+    fn independent_steps(&self) -> bool {
+        false
+    }
 }
 
 /// The references of one step, appended to the batch being filled.
@@ -168,6 +174,18 @@ impl<P: Program> Source for Run<P> {
 
     fn len_hint(&self) -> Option<u64> {
         Some(self.emitter.refs)
+    }
+
+    /// Programs whose steps are independent skip without running them (the step cut
+    /// by the skip is dropped).
+    fn skip(&mut self, n: u64) -> bool {
+        if !self.program.independent_steps() {
+            return false;
+        }
+        self.emitter.skip(n);
+        self.carry.clear();
+        self.carried = 0;
+        true
     }
 }
 

@@ -119,6 +119,18 @@ impl Source for Seqscan {
     fn len_hint(&self) -> Option<u64> {
         Some(self.emitter.refs)
     }
+
+    /// The sweep moves on by its expected share of the references skipped, and the
+    /// window by the phases passed.
+    fn skip(&mut self, n: u64) -> bool {
+        let n = self.emitter.skip(n);
+        self.sweep = (self.sweep + (n as f64 * self.hot_refs).round() as u64 % self.window_slots) % self.window_slots;
+        while self.emitter.emitted >= self.phases.end(self.phase) && self.phase + 1 < self.phases.count {
+            self.phase += 1;
+            self.window_start = (self.window_start + self.window_pages) % self.pages;
+        }
+        true
+    }
 }
 
 /// Stretches per sweep of the window in the statement: a policy that looks every

@@ -50,6 +50,12 @@ impl Source for Uniform {
     fn len_hint(&self) -> Option<u64> {
         Some(self.emitter.refs)
     }
+
+    /// Each reference is drawn independently: skipping draws nothing.
+    fn skip(&mut self, n: u64) -> bool {
+        self.emitter.skip(n);
+        true
+    }
 }
 
 /// The statement of `uniform` (module `rates`): every slot equally likely, so a

@@ -83,6 +83,12 @@ impl Source for Zipf {
     fn len_hint(&self) -> Option<u64> {
         Some(self.emitter.refs)
     }
+
+    /// Each reference is drawn independently: skipping draws nothing.
+    fn skip(&mut self, n: u64) -> bool {
+        self.emitter.skip(n);
+        true
+    }
 }
 
 /// Samples ranks `1..=n` with `P(k) ∝ h(k) = k^-alpha` by rejection-inversion.

@@ -1,0 +1,939 @@
+//! Epochs mode's driver (docs/epochs.md): time advances in chunks of references that
+//! are never simulated one by one.
+//!
+//! Each tenant's references come from its statement (module `workload::rates`): a
+//! sequence of stationary stretches of page rates. A core runs its tenant's current
+//! stretch in chunks: a chunk's time and traffic come from a cost model per core,
+//! and what a policy observes — Accessed and Dirty bits, poison and hinting faults,
+//! first touches — is drawn by the machine from the rates (module `machine::epochs`).
+//! A chunk ends where the engine's scheduler says (the next executor, the next epoch
+//! boundary), at the core's next fault, at its tenant's next first touch, or at the
+//! stretch's end; the policy's `on_reference` is called once per chunk, told how many
+//! references it stands for, and once after each fault, so that every policy runs
+//! unchanged.
+//!
+//! # The cost model
+//! A reference's cost depends on how hot its page is and where the page lives. The
+//! model is calibrated per core by short detailed windows that run the real
+//! references (the workload's generator or trace) through the full machine — first a
+//! warm-up, since the caches and TLBs went stale, then a measured part. The measured
+//! part records, per *class* of page (its rate in powers of two and its size) and per
+//! direction: the translation cycles, the stall of the cache hierarchy, the share of
+//! references that reach memory and their weight in the stall (1 for a dependent
+//! load, 1/MLP otherwise), the TLB and walk counts and the level that served them;
+//! per tier, the device latency of its demand accesses and how they queued against
+//! the tier's load. A chunk then costs, per reference,
+//!
+//! ```text
+//! cycles = CPI · (1 + instructions) + Σ_classes,tiers share(c, t) · (translation(c)
+//!          + cache stall(c) + memory weight(c) · L_t)
+//! L_t    = device_t + κ_t · burst_t · ρ_t / (1 − ρ_t)
+//! ```
+//!
+//! where `share(c, t)` is the rate of the class's pages in tier `t` (kept up to date
+//! as pages move, so placement changes cost at once) and `ρ_t` is the tier's load —
+//! demand and mechanism traffic — over the last millisecond. A class the window did
+//! not see borrows the nearest rate's fit. Calibrations come at the start, when a
+//! stretch changes the distribution (a phase), when pages carrying a share of the
+//! references changed tier, and every `recalibrate_s` seconds.
+
+use super::CoreFeed;
+use crate::config::{Config, EpochsConfig, WorkloadSlot};
+use crate::machine::epochs::{class_of, Chunk, ChunkTier, TenantSetup, CLASSES, RATE_BUCKETS};
+use crate::machine::sampled::MAX_LEVELS;
+use crate::machine::{Machine, Redirect, RefOutcome, TierId};
+use crate::mechanism::{Mechanisms, Runtime};
+use crate::policy::Policy;
+use crate::trace::Access;
+use crate::workload::rates::{AccessModel, Profile, ProfileOptions, Stretch};
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+/// Fewest references of a class in a calibration for its fit to replace the last.
+const MIN_SAMPLES: u64 = 16;
+/// Cycles over which a tier's load is measured.
+const LOAD_WINDOW: u64 = 1 << 22;
+
+/// What a calibration measured of one class and direction.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sums {
+    refs: u64,
+    translation: f64,
+    /// L1 TLB hits, L2 TLB hits, misses.
+    tlb: [u64; 3],
+    /// Walk cycles, references and memory accesses.
+    walk: [u64; 3],
+    cache_stall: f64,
+    memory: u64,
+    memory_weight: f64,
+    levels: [u64; MAX_LEVELS],
+}
+
+/// The fitted per-reference cost of one class and direction.
+#[derive(Clone, Copy, Debug, Default)]
+struct Fit {
+    fitted: bool,
+    translation: f64,
+    tlb: [f64; 3],
+    walk: [f64; 3],
+    cache_stall: f64,
+    /// References that reach memory, and their weight in the stall, per reference.
+    memory: f64,
+    memory_weight: f64,
+    levels: [f64; MAX_LEVELS],
+}
+
+impl Fit {
+    fn from(s: &Sums) -> Fit {
+        let n = s.refs.max(1) as f64;
+        let mut levels = [0.0; MAX_LEVELS];
+        for (l, &c) in levels.iter_mut().zip(&s.levels) {
+            *l = c as f64 / n;
+        }
+        Fit {
+            fitted: true,
+            translation: s.translation / n,
+            tlb: s.tlb.map(|x| x as f64 / n),
+            walk: s.walk.map(|x| x as f64 / n),
+            cache_stall: s.cache_stall / n,
+            memory: s.memory as f64 / n,
+            memory_weight: s.memory_weight / n,
+            levels,
+        }
+    }
+}
+
+/// A tier's latency model: `device + κ · burst · ρ / (1 − ρ)`.
+#[derive(Clone, Copy, Debug)]
+struct TierFit {
+    /// Mean latency of a demand access without queueing, in cycles.
+    device: f64,
+    kappa: f64,
+    /// Share of demand accesses that found their row open.
+    row_hits: f64,
+    /// Bus cycles of a read and of a write, and the channels.
+    burst: f64,
+    write_burst: f64,
+    channels: f64,
+}
+
+impl TierFit {
+    fn latency(&self, load: f64) -> f64 {
+        let rho = load.clamp(0.0, 0.95);
+        self.device + self.kappa * self.burst * rho / (1.0 - rho)
+    }
+
+    fn queue(&self, load: f64) -> f64 {
+        self.latency(load) - self.device
+    }
+}
+
+/// A tier's counters at the start of a calibration.
+#[derive(Clone, Copy, Debug, Default)]
+struct TierMark {
+    reads: u64,
+    writes: u64,
+    row_hits: u64,
+    row_misses: u64,
+    queue: u64,
+    mechanism: u64,
+    latency: f64,
+    accesses: u64,
+}
+
+/// One core's cost model.
+#[derive(Clone, Debug)]
+struct CostModel {
+    sums: Vec<Sums>,
+    fits: Vec<Fit>,
+    tiers: Vec<TierFit>,
+    marks: Vec<TierMark>,
+    /// Write-backs per demand access (the share of the last-level cache's lines
+    /// that are dirty at the end of the calibration: in a full cache every miss
+    /// evicts a line).
+    writebacks_per_miss: f64,
+    /// The caches' counters at the start of the calibration; the share of page-walk
+    /// references each level served; write-backs per access of each level.
+    cache_marks: Vec<crate::machine::cache::CacheStats>,
+    walk_levels: [f64; MAX_LEVELS],
+    level_writebacks: [f64; MAX_LEVELS],
+    started_at: u64,
+    /// Cycles of the calibration's references that the previous fit predicts, and
+    /// that the full model charged (faults apart).
+    predicted: f64,
+    measured: f64,
+    /// Relative errors of the calibrations predicted so far.
+    errors: Vec<f64>,
+}
+
+impl CostModel {
+    fn new<R: Redirect>(m: &Machine<R>) -> CostModel {
+        let tiers: Vec<TierFit> = m
+            .memory()
+            .tiers()
+            .all()
+            .iter()
+            .map(|t| {
+                // Before any calibration: a row miss's device latency.
+                TierFit { device: t.device_cycles(false, false) as f64, kappa: 0.5, row_hits: 0.0, burst: t.burst_cycles() as f64, write_burst: t.write_burst_cycles() as f64, channels: t.channels() as f64 }
+            })
+            .collect();
+        CostModel {
+            sums: vec![Sums::default(); 2 * CLASSES],
+            fits: vec![Fit::default(); 2 * CLASSES],
+            marks: vec![TierMark::default(); tiers.len()],
+            tiers,
+            writebacks_per_miss: 0.0,
+            cache_marks: Vec::new(),
+            walk_levels: [0.0; MAX_LEVELS],
+            level_writebacks: [0.0; MAX_LEVELS],
+            started_at: 0,
+            predicted: 0.0,
+            measured: 0.0,
+            errors: Vec::new(),
+        }
+    }
+
+    fn fitted(&self) -> bool {
+        self.fits.iter().any(|f| f.fitted)
+    }
+
+    fn begin<R: Redirect>(&mut self, m: &Machine<R>, core: usize) {
+        self.sums.iter_mut().for_each(|s| *s = Sums::default());
+        self.predicted = 0.0;
+        self.measured = 0.0;
+        self.started_at = m.cores()[core].clock;
+        self.cache_marks = m.memory().caches().stats();
+        let tiers = m.memory().tiers();
+        self.marks = (0..self.tiers.len())
+            .map(|i| {
+                let t = TierId(i as u8);
+                let s = tiers.get(t).stats();
+                let d = tiers.demand(t);
+                TierMark { reads: s.reads, writes: s.writes, row_hits: s.row_hits, row_misses: s.row_misses, queue: s.queue_cycles, mechanism: s.mechanism_reads + s.mechanism_writes, latency: d.latency_cycles as f64, accesses: d.accesses }
+            })
+            .collect();
+    }
+
+    /// Fits the classes and tiers from the calibration that began at `begin`.
+    fn end<R: Redirect>(&mut self, m: &Machine<R>, core: usize) {
+        if self.fitted() && self.measured > 0.0 {
+            self.errors.push((self.predicted - self.measured) / self.measured);
+        }
+        for (f, s) in self.fits.iter_mut().zip(&self.sums) {
+            if s.refs >= MIN_SAMPLES || (!f.fitted && s.refs > 0) {
+                *f = Fit::from(s);
+            }
+        }
+        // A class never seen borrows from the nearest rate of the same size and
+        // direction, then of the other size.
+        for i in 0..self.fits.len() {
+            if self.fits[i].fitted {
+                continue;
+            }
+            let (dir, class) = (i % 2, i / 2);
+            let (size, bucket) = (class / RATE_BUCKETS, class % RATE_BUCKETS);
+            let donor = (0..self.fits.len())
+                .filter(|&j| self.fits[j].fitted && j % 2 == dir)
+                .min_by_key(|&j| {
+                    let c = j / 2;
+                    ((c / RATE_BUCKETS != size) as usize, (c % RATE_BUCKETS).abs_diff(bucket), j)
+                })
+                .or_else(|| (0..self.fits.len()).find(|&j| self.fits[j].fitted));
+            if let Some(j) = donor {
+                self.fits[i] = Fit { fitted: false, ..self.fits[j] };
+            }
+        }
+        let cycles = (m.cores()[core].clock - self.started_at).max(1) as f64;
+        let tiers = m.memory().tiers();
+        for (i, (fit, mark)) in self.tiers.iter_mut().zip(&self.marks).enumerate() {
+            let t = TierId(i as u8);
+            let s = tiers.get(t).stats();
+            let d = tiers.demand(t);
+            let (reads, w) = (s.reads - mark.reads, s.writes - mark.writes);
+            let accesses = d.accesses - mark.accesses;
+            let (hits, misses) = (s.row_hits - mark.row_hits, s.row_misses - mark.row_misses);
+            if hits + misses >= MIN_SAMPLES {
+                fit.row_hits = hits as f64 / (hits + misses) as f64;
+            }
+            if accesses >= MIN_SAMPLES {
+                let queue = (s.queue_cycles - mark.queue) as f64 / (hits + misses).max(1) as f64;
+                let latency = (d.latency_cycles as f64 - mark.latency) / accesses as f64;
+                fit.device = (latency - queue).max(1.0);
+                let bus = reads as f64 * fit.burst + w as f64 * fit.write_burst + (s.mechanism_reads + s.mechanism_writes - mark.mechanism) as f64 * fit.burst;
+                let rho = (bus / (cycles * fit.channels)).clamp(0.0, 0.95);
+                let g = rho / (1.0 - rho);
+                if g > 0.02 && queue > 0.0 {
+                    fit.kappa = (queue / (fit.burst * g)).clamp(0.1, 50.0);
+                }
+            }
+        }
+        self.writebacks_per_miss = m.memory().caches().dirty_share();
+        // What the walks took of each level: the levels' counts over the calibration,
+        // less those of the data references.
+        let caches = m.memory().caches().stats();
+        let depth = caches.len();
+        let mut data = [0u64; MAX_LEVELS];
+        let mut walk_refs = 0u64;
+        for s in &self.sums {
+            for (d, x) in data.iter_mut().zip(&s.levels) {
+                *d += x;
+            }
+            walk_refs += s.walk[1];
+        }
+        for (l, (now, before)) in caches.iter().zip(&self.cache_marks).enumerate().take(MAX_LEVELS) {
+            let (hits, misses) = (now.hits - before.hits, now.misses - before.misses);
+            if walk_refs > 0 {
+                self.walk_levels[l] = hits.saturating_sub(data[l]) as f64 / walk_refs as f64;
+            }
+            if hits + misses > 0 {
+                self.level_writebacks[l] = (now.writebacks - before.writebacks) as f64 / (hits + misses) as f64;
+            }
+        }
+        if walk_refs > 0 && depth < MAX_LEVELS {
+            let walk_memory: u64 = self.sums.iter().map(|s| s.walk[2]).sum();
+            self.walk_levels[depth] = walk_memory as f64 / walk_refs as f64;
+        }
+    }
+}
+
+/// The cost of a reference of a core as its tenant's pages lie now.
+#[derive(Clone, Debug, Default)]
+struct PerRef {
+    reads: f64,
+    writes: f64,
+    instructions: f64,
+    translation: f64,
+    cache_stall: f64,
+    tlb: [f64; 3],
+    walk: [f64; 3],
+    levels: [f64; MAX_LEVELS],
+    level_writebacks: [f64; MAX_LEVELS],
+    /// Per tier: stall weight of references reaching it, those references and the
+    /// loads among them, stores to its pages.
+    memory_weight: Vec<f64>,
+    memory: Vec<f64>,
+    memory_reads: Vec<f64>,
+    stores: Vec<f64>,
+    /// References to each tier's pages.
+    by_tier: Vec<f64>,
+}
+
+/// Fractions carried from chunk to chunk, so that whole counts add up exactly.
+#[derive(Clone, Debug, Default)]
+struct Carry(Vec<f64>);
+
+impl Carry {
+    /// The whole part of `x` plus the carried fraction of slot `i`.
+    fn take(&mut self, i: usize, x: f64) -> u64 {
+        if self.0.len() <= i {
+            self.0.resize(i + 1, 0.0);
+        }
+        let v = self.0[i] + x.max(0.0);
+        let whole = v.floor();
+        self.0[i] = v - whole;
+        whole as u64
+    }
+}
+
+/// A core's place in epochs mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phase {
+    /// Running its tenant's stretches in chunks.
+    Chunks,
+    /// A calibration's warm-up, detailed.
+    Warm,
+    /// A calibration's measured part, detailed and recorded.
+    Measure,
+}
+
+struct CoreRun {
+    tenant: u16,
+    /// References left for the core, and made (detailed and in chunks).
+    left: u64,
+    made: u64,
+    /// References its source has produced.
+    fed: u64,
+    cost: CostModel,
+    per_ref: Option<PerRef>,
+    carry: Carry,
+    calibrations: u64,
+    last_calibration: u64,
+    /// A calibration is due (a phase change, pages moved, time).
+    due: bool,
+    /// Whether the source could be positioned for every calibration.
+    positioned: bool,
+    chunks: u64,
+    chunk_refs: u64,
+    detailed_refs: u64,
+    last_vpn: u64,
+}
+
+impl CoreRun {
+    fn new<R: Redirect>(m: &Machine<R>, tenant: u16, left: u64) -> CoreRun {
+        CoreRun {
+            tenant,
+            left,
+            made: 0,
+            fed: 0,
+            cost: CostModel::new(m),
+            per_ref: None,
+            carry: Carry::default(),
+            calibrations: 0,
+            last_calibration: 0,
+            due: left > 0,
+            positioned: true,
+            chunks: 0,
+            chunk_refs: 0,
+            detailed_refs: 0,
+            last_vpn: 0,
+        }
+    }
+}
+
+struct TenantRun {
+    model: Option<Box<dyn AccessModel>>,
+    describe: String,
+    stretch: Stretch,
+    /// References left in the current stretch (all the tenant's cores).
+    left: f64,
+    stretches: u64,
+    done: bool,
+    cores: Vec<usize>,
+}
+
+/// A tier's recent load.
+#[derive(Clone, Copy, Debug, Default)]
+struct Load {
+    since: u64,
+    bus: f64,
+    mechanism: u64,
+    rho: f64,
+}
+
+/// What epochs mode did, for the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct EpochsReport {
+    /// `epochs`, or `detailed` when the policy's machine could not run in epochs.
+    pub ran: String,
+    /// Each tenant's statement.
+    pub statements: Vec<String>,
+    pub chunks: u64,
+    /// References run in chunks and in calibrations' detailed windows.
+    pub chunk_references: u64,
+    pub detailed_references: u64,
+    pub detailed_share: f64,
+    pub calibrations: u64,
+    /// Stretches of the statements run.
+    pub stretches: u64,
+    /// Calibrations whose references the previous fit predicted, and the relative
+    /// error of its cycles: mean of the absolute value, largest, mean with sign.
+    pub predicted_calibrations: u64,
+    pub model_error_mean: f64,
+    pub model_error_max: f64,
+    pub model_error_bias: f64,
+    /// Whether every calibration ran the references at the stretch's place (sources
+    /// that cannot skip ahead fast — application workloads — run theirs from where
+    /// their last calibration left them).
+    pub calibrated_in_place: bool,
+    pub counts: crate::machine::epochs::EpochsCounts,
+    pub config: EpochsConfig,
+    pub estimated: String,
+}
+
+/// Epochs mode for one run.
+pub(super) struct Driver {
+    cfg: EpochsConfig,
+    tenants: Vec<TenantRun>,
+    cores: Vec<CoreRun>,
+    load: Vec<Load>,
+    cpi: f64,
+    inv_mlp: f64,
+    l1: u64,
+    llc: u64,
+    depth: usize,
+    freq_hz: f64,
+}
+
+impl Driver {
+    /// Builds each tenant's statement and the machine's page state; checks that the
+    /// run can go in epochs.
+    pub fn new<R: Redirect>(cfg: &Config, slots: &[WorkloadSlot], machine: &mut Machine<R>) -> Result<Driver> {
+        let e = &cfg.engine.epochs;
+        let opts = ProfileOptions { window_refs: e.window_refs, max_refs: e.profile_refs };
+        let tenants_n = machine.space().tenants().len();
+        let mut tenants: Vec<TenantRun> = (0..tenants_n).map(|_| TenantRun { model: None, describe: String::new(), stretch: Stretch::default(), left: 0.0, stretches: 0, done: true, cores: Vec::new() }).collect();
+        for s in slots {
+            if machine.is_vm(s.tenant) {
+                bail!("engine.mode = \"epochs\": tenant {} is a VM; epochs mode runs processes (run VMs detailed or sampled)", s.tenant);
+            }
+            tenants[s.tenant as usize].cores.push(s.core);
+        }
+        for (tenant, t) in tenants.iter_mut().enumerate() {
+            if t.cores.is_empty() {
+                continue;
+            }
+            let mine: Vec<&WorkloadSlot> = slots.iter().filter(|s| s.tenant as usize == tenant).collect();
+            let first = mine[0];
+            let n = mine.len() as u64;
+            let model: Box<dyn AccessModel> = match &first.trace {
+                Some(tr) => {
+                    if mine.len() > 1 {
+                        bail!("engine.mode = \"epochs\": tenant {tenant} replays {} traces; epochs mode profiles one trace per tenant", mine.len());
+                    }
+                    let opened = crate::trace::open(&tr.path, &crate::trace::OpenOptions { format: tr.format, skip_malformed: tr.skip_malformed, thread: tr.thread })?;
+                    if opened.record_tenants {
+                        bail!("{}: its records name their tenants; epochs mode profiles a trace of one tenant", tr.path);
+                    }
+                    let mut src = crate::trace::take(opened.source, tr.refs);
+                    let p = Profile::record(src.as_mut(), e.window_refs, u64::MAX, &tr.path)?;
+                    let total = p.refs();
+                    Box::new(p.replay(total, 1))
+                }
+                None => {
+                    if mine.iter().any(|s| s.workload.name != first.workload.name || s.workload.refs != first.workload.refs) {
+                        bail!("engine.mode = \"epochs\": tenant {tenant} runs different workloads on its cores; epochs mode states one workload per tenant");
+                    }
+                    crate::workload::rates::model(&first.workload, tenant as u16, n, &opts)?
+                }
+            };
+            t.describe = model.describe();
+            t.model = Some(model);
+            t.done = false;
+        }
+        let setups: Vec<TenantSetup> = tenants.iter().map(|t| TenantSetup { universe: t.model.as_ref().map_or(Vec::new(), |m| m.universe()), cores: t.cores.clone() }).collect();
+        let seed = slots.first().map_or(1, |s| s.workload.seed);
+        machine.start_epochs(&setups, seed);
+        let mc = machine.cfg();
+        // A core without a slot has nothing to run.
+        let mut runs: Vec<CoreRun> = (0..machine.cores().len()).map(|_| CoreRun::new(machine, 0, 0)).collect();
+        for s in slots {
+            // A trace's references are its statement's: the statement ends the core.
+            let left = if s.trace.is_some() { u64::MAX } else { s.workload.refs };
+            runs[s.core] = CoreRun::new(machine, s.tenant, left);
+        }
+        let cores = runs;
+        Ok(Driver {
+            cfg: e.clone(),
+            tenants,
+            cores,
+            load: vec![Load::default(); machine.memory().tiers().all().len()],
+            cpi: mc.base_cpi,
+            inv_mlp: 1.0 / mc.mlp,
+            l1: machine.memory().caches().l1_latency(),
+            llc: machine.memory().caches().llc_latency(),
+            depth: machine.memory().caches().depth(),
+            freq_hz: mc.freq_ghz * 1e9,
+        })
+    }
+
+    /// Installs every tenant's first stretch (calibrations classify references by
+    /// their pages' rates).
+    pub fn start<R: Redirect>(&mut self, machine: &mut Machine<R>) -> Result<()> {
+        for tenant in 0..self.tenants.len() {
+            if self.tenants[tenant].model.is_some() {
+                self.ensure_stretch(machine, tenant as u16, 0)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The phase a core starts in, and the references of it.
+    pub fn first_phase(&self) -> (Phase, u64) {
+        (Phase::Warm, self.cfg.warmup_refs)
+    }
+
+    /// The next phase of `core` after `phase` with `left` references to go in it.
+    pub fn next_phase<R: Redirect>(&mut self, machine: &mut Machine<R>, core: usize, phase: Phase, left: u64) -> (Phase, u64) {
+        match phase {
+            Phase::Warm if left == 0 => {
+                self.cores[core].cost.begin(machine, core);
+                (Phase::Measure, self.cfg.calibration_refs)
+            }
+            Phase::Measure if left == 0 => {
+                let c = &mut self.cores[core];
+                c.cost.end(machine, core);
+                c.per_ref = None;
+                c.calibrations += 1;
+                c.last_calibration = machine.cores()[core].clock;
+                c.due = false;
+                if let Some(p) = machine.epochs_mut().and_then(|e| e.tenants.get_mut(c.tenant as usize)) {
+                    p.moved_share = 0.0;
+                }
+                (Phase::Chunks, u64::MAX)
+            }
+            Phase::Chunks if self.cores[core].due => (Phase::Warm, self.cfg.warmup_refs),
+            other => (other, left),
+        }
+    }
+
+    /// Positions `core`'s source at the references its core has made, before a
+    /// calibration, when the source can skip ahead fast.
+    pub fn position(&mut self, feed: &mut CoreFeed, core: usize) {
+        let c = &mut self.cores[core];
+        let mut behind = c.made.saturating_sub(c.fed);
+        if behind == 0 {
+            return;
+        }
+        let buffered = (feed.buf.len() - feed.pos) as u64;
+        let from_buffer = behind.min(buffered);
+        feed.pos += from_buffer as usize;
+        behind -= from_buffer;
+        c.fed += from_buffer;
+        if behind > 0 {
+            if feed.source.as_mut().is_some_and(|s| s.skip(behind)) {
+                c.fed += behind;
+            } else {
+                c.positioned = false;
+            }
+        }
+    }
+
+    /// References of a detailed window that `core` ran from its source.
+    pub fn ran_detailed(&mut self, core: usize, refs: u64) {
+        let c = &mut self.cores[core];
+        c.made += refs;
+        c.fed += refs;
+        c.detailed_refs += refs;
+        c.left = c.left.saturating_sub(refs);
+        self.tenants[c.tenant as usize].left -= refs as f64;
+    }
+
+    /// Runs `core`'s measured calibration: like the engine's detailed slice, each
+    /// reference recorded by class. Returns the references run and whether the
+    /// source is exhausted.
+    #[allow(clippy::too_many_arguments)]
+    pub fn measure<R: Redirect, P: Policy<R>>(&mut self, feed: &mut CoreFeed, machine: &mut Machine<R>, rt: &mut Runtime, policy: &mut P, core: usize, limit: u64, max: u64, levels: u32) -> Result<(u64, bool)> {
+        let mut n = 0;
+        let (l1, llc, depth, inv_mlp, cpi) = (self.l1, self.llc, self.depth, self.inv_mlp, self.cpi);
+        let c = &mut self.cores[core];
+        while n < max {
+            if feed.pos == feed.buf.len() && !feed.refill(levels)? {
+                return Ok((n, true));
+            }
+            let a = feed.buf[feed.pos];
+            feed.pos += 1;
+            let (class, tier_of_page) = {
+                let e = machine.epochs().expect("epochs state");
+                let p = &e.tenants[a.tenant as usize];
+                match p.index(a.vaddr >> 12) {
+                    Some(i) => (class_of(p.reads[i] + p.writes[i], p.is_huge(i)), p.tier_of(i)),
+                    None => (CLASSES - 1, None),
+                }
+            };
+            let before = machine.cores()[core].stats.clone();
+            let clock0 = machine.cores()[core].clock;
+            let out = machine.access_in::<{ crate::machine::sampled::DETAILED }, P>(core, &a, policy);
+            let after = &machine.cores()[core].stats;
+            let write = a.is_write();
+            let f = if a.is_dependent() { 1.0 } else { inv_mlp };
+            let faults = after.fault_cycles - before.fault_cycles;
+            let tier = machine.memory().tiers().tier_of(out.paddr >> 12).index();
+            let s = &mut c.cost.sums[2 * class + write as usize];
+            s.refs += 1;
+            let translation = out.translation_cycles.saturating_sub(faults) as f64;
+            s.translation += translation;
+            s.tlb[0] += after.tlb_l1_hits - before.tlb_l1_hits;
+            s.tlb[1] += after.tlb_l2_hits - before.tlb_l2_hits;
+            s.tlb[2] += after.tlb_misses - before.tlb_misses;
+            s.walk[0] += after.walk_cycles - before.walk_cycles;
+            s.walk[1] += after.walk_references - before.walk_references;
+            s.walk[2] += after.walk_memory_accesses - before.walk_memory_accesses;
+            s.levels[out.level.min(MAX_LEVELS - 1)] += 1;
+            let data = out.data_cycles as f64;
+            let cache_part = if out.level == depth { (llc - l1) as f64 } else { data };
+            s.cache_stall += f * cache_part;
+            if out.level == depth {
+                s.memory += 1;
+                s.memory_weight += f;
+            }
+            // The previous fit's prediction of this reference, against what it cost.
+            if c.cost.fitted() {
+                let fit = &c.cost.fits[2 * class + write as usize];
+                let t = tier_of_page.map_or(tier, |t| t.index());
+                let lat = c.cost.tiers[t].latency(self.load[t].rho);
+                c.cost.predicted += cpi * (1.0 + a.instrs as f64) + fit.translation + fit.cache_stall + fit.memory_weight * lat;
+                c.cost.measured += (machine.cores()[core].clock - clock0 - faults) as f64;
+            }
+            policy.on_reference(&a, &out, &mut Mechanisms::on_core(machine, rt, core));
+            n += 1;
+            if machine.cores()[core].clock >= limit || rt.threads.woken() {
+                break;
+            }
+        }
+        Ok((n, false))
+    }
+
+    /// The next stretch of `tenant`, when the current one is used up; false when its
+    /// statement is exhausted.
+    fn ensure_stretch<R: Redirect>(&mut self, machine: &mut Machine<R>, tenant: u16, now: u64) -> Result<bool> {
+        let t = &mut self.tenants[tenant as usize];
+        while t.left <= 0.0 {
+            if t.done {
+                return Ok(false);
+            }
+            let model = t.model.as_mut().expect("a statement");
+            if !model.next(&mut t.stretch)? {
+                t.done = true;
+                return Ok(false);
+            }
+            // What the cores overshot of the last stretch comes off this one.
+            t.left += t.stretch.refs as f64;
+            t.stretches += 1;
+            let e = machine.epochs_mut().expect("epochs state");
+            let h = e.hazard(tenant, now);
+            let sw = e.switch(tenant, &t.stretch, h);
+            if sw.distance > self.cfg.phase_distance {
+                for &c in &t.cores {
+                    let run = &mut self.cores[c];
+                    if now >= run.last_calibration + (self.cfg.min_gap_s * self.freq_hz) as u64 || run.calibrations == 0 {
+                        run.due = true;
+                    }
+                }
+            }
+            for &c in &t.cores {
+                self.cores[c].per_ref = None;
+            }
+        }
+        Ok(true)
+    }
+
+    /// The cost of a reference of `core` as its tenant's pages lie now.
+    fn per_ref<R: Redirect>(&mut self, machine: &mut Machine<R>, core: usize) -> PerRef {
+        let tenant = self.cores[core].tenant as usize;
+        let e = machine.epochs_mut().expect("epochs state");
+        let p = &mut e.tenants[tenant];
+        if p.changed {
+            p.changed = false;
+            for &c in &self.tenants[tenant].cores {
+                self.cores[c].per_ref = None;
+            }
+        }
+        if let Some(r) = &self.cores[core].per_ref {
+            return r.clone();
+        }
+        let tiers = self.load.len();
+        let fits = &self.cores[core].cost.fits;
+        let mapped: f64 = p.by_class.iter().map(|a| a[0] + a[1]).sum();
+        let unmapped = p.unmapped[0] + p.unmapped[1];
+        let total = mapped + unmapped;
+        let mut r = PerRef { memory_weight: vec![0.0; tiers], memory: vec![0.0; tiers], memory_reads: vec![0.0; tiers], stores: vec![0.0; tiers], by_tier: vec![0.0; tiers], ..PerRef::default() };
+        if total > 0.0 {
+            // Pages not mapped yet will be placed as the mapped ones are.
+            let scale = 1.0 / if mapped > 0.0 { mapped } else { 1.0 };
+            for class in 0..CLASSES {
+                for t in 0..tiers {
+                    let [reads, writes] = if mapped > 0.0 {
+                        p.by_class[class * tiers + t].map(|x| x * scale)
+                    } else if t == 0 && class == CLASSES - 1 {
+                        [p.unmapped[0] / total, p.unmapped[1] / total]
+                    } else {
+                        [0.0, 0.0]
+                    };
+                    for (dir, share) in [(0, reads), (1, writes)] {
+                        if share == 0.0 {
+                            continue;
+                        }
+                        let f = &fits[2 * class + dir];
+                        r.translation += share * f.translation;
+                        r.cache_stall += share * f.cache_stall;
+                        for k in 0..3 {
+                            r.tlb[k] += share * f.tlb[k];
+                            r.walk[k] += share * f.walk[k];
+                        }
+                        for (l, x) in r.levels.iter_mut().zip(&f.levels) {
+                            *l += share * x;
+                        }
+                        r.memory_weight[t] += share * f.memory_weight;
+                        r.memory[t] += share * f.memory;
+                        if dir == 0 {
+                            r.memory_reads[t] += share * f.memory;
+                        } else {
+                            r.stores[t] += share;
+                        }
+                    }
+                    r.reads += reads;
+                    r.writes += writes;
+                    r.by_tier[t] += reads + writes;
+                }
+            }
+        }
+        let cost = &self.cores[core].cost;
+        for (l, w) in r.levels.iter_mut().zip(&cost.walk_levels) {
+            *l += r.walk[1] * w;
+        }
+        // Write-backs of each level per reference, from its accesses (those served
+        // there and below).
+        let accesses: Vec<f64> = (0..MAX_LEVELS).map(|l| r.levels[l..].iter().sum()).collect();
+        for (l, a) in accesses.iter().enumerate() {
+            r.level_writebacks[l] = a * cost.level_writebacks[l];
+        }
+        r.instructions = p.instrs_per_ref;
+        self.cores[core].per_ref = Some(r.clone());
+        r
+    }
+
+    /// Updates the tiers' loads at cycle `now` from the demand bus time booked and
+    /// the mechanism traffic the tiers counted.
+    fn update_load<R: Redirect>(&mut self, machine: &Machine<R>, core: usize, now: u64) {
+        for (i, l) in self.load.iter_mut().enumerate() {
+            if now < l.since + LOAD_WINDOW {
+                continue;
+            }
+            let s = machine.memory().tiers().get(TierId(i as u8)).stats();
+            let fit = &self.cores[core].cost.tiers[i];
+            let mech = s.mechanism_reads + s.mechanism_writes;
+            let bus = l.bus + (mech - l.mechanism) as f64 * fit.burst;
+            l.rho = bus / ((now - l.since) as f64 * fit.channels);
+            *l = Load { since: now, bus: 0.0, mechanism: mech, rho: l.rho };
+        }
+    }
+
+    /// Runs one chunk of `core`'s references, up to cycle `limit`: see the module
+    /// documentation. Returns the references run and whether the core is done.
+    pub fn chunk<R: Redirect, P: Policy<R>>(&mut self, machine: &mut Machine<R>, rt: &mut Runtime, policy: &mut P, core: usize, limit: u64) -> Result<(u64, bool)> {
+        machine.epochs_catch_up();
+        let tenant = self.cores[core].tenant;
+        let now = machine.cores()[core].clock;
+        if self.cores[core].left == 0 || !self.ensure_stretch(machine, tenant, now)? {
+            return Ok((0, true));
+        }
+        let moved = machine.epochs().map_or(0.0, |e| e.tenants[tenant as usize].moved_share);
+        {
+            let c = &mut self.cores[core];
+            let gap = (self.cfg.min_gap_s * self.freq_hz) as u64;
+            let every = (self.cfg.recalibrate_s * self.freq_hz) as u64;
+            if (moved > self.cfg.moved_share && now >= c.last_calibration + gap) || (every > 0 && now >= c.last_calibration + every) {
+                c.due = true;
+                return Ok((0, false));
+            }
+        }
+        let r = self.per_ref(machine, core);
+        let lat: Vec<f64> = self.cores[core].cost.tiers.iter().zip(&self.load).map(|(f, l)| f.latency(l.rho)).collect();
+        let base = self.cpi * (1.0 + r.instructions);
+        let cycles_per_ref = base + r.translation + r.cache_stall + r.memory_weight.iter().zip(&lat).map(|(w, l)| w * l).sum::<f64>();
+        // How far this chunk goes.
+        let limit = limit.min(now + (self.cfg.max_chunk_s * self.freq_hz) as u64);
+        let mut n = ((limit.saturating_sub(now)) as f64 / cycles_per_ref.max(1e-9)).ceil().max(1.0);
+        let e = machine.epochs_mut().expect("epochs state");
+        let my_refs = e.core_refs(core);
+        if let Some(at) = e.next_event(core) {
+            n = n.min((at - my_refs).ceil().max(1.0));
+        }
+        if let Some(at) = e.next_first_touch(tenant) {
+            n = n.min((at - e.hazard(tenant, now)).ceil().max(1.0));
+        }
+        let t = &self.tenants[tenant as usize];
+        n = n.min(t.left.ceil().max(1.0)).min(self.cores[core].left as f64);
+        let n = n as u64;
+        // Its counts, the fractions carried.
+        let c = &mut self.cores[core];
+        let nf = n as f64;
+        let mut k = Chunk { refs: n, ..Chunk::default() };
+        k.reads = c.carry.take(0, nf * r.reads / (r.reads + r.writes).max(1e-300));
+        k.writes = n - k.reads.min(n);
+        k.instructions = n + c.carry.take(1, nf * r.instructions);
+        k.base_cycles = c.carry.take(2, nf * base);
+        k.translation_cycles = c.carry.take(3, nf * r.translation);
+        let memory_stall: f64 = r.memory_weight.iter().zip(&lat).map(|(w, l)| w * l).sum();
+        k.stall_cycles = c.carry.take(4, nf * (r.cache_stall + memory_stall));
+        for i in 0..3 {
+            k.tlb[i] = c.carry.take(5 + i, nf * r.tlb[i]);
+        }
+        k.walk_cycles = c.carry.take(8, nf * r.walk[0]);
+        k.walk_references = c.carry.take(9, nf * r.walk[1]);
+        k.walk_memory_accesses = c.carry.take(10, nf * r.walk[2]);
+        for (l, (x, share)) in k.levels.iter_mut().zip(&r.levels).enumerate() {
+            *x = c.carry.take(11 + l, nf * share);
+        }
+        for (l, (x, per_ref)) in k.level_writebacks.iter_mut().zip(&r.level_writebacks).enumerate() {
+            *x = c.carry.take(11 + MAX_LEVELS + l, nf * per_ref);
+        }
+        let base_slot = 11 + 2 * MAX_LEVELS;
+        let tiers = self.load.len();
+        k.tiers = vec![ChunkTier::default(); tiers];
+        // Write-backs: every miss evicts a line, dirty with the calibrated share; a
+        // tier's share of them is that of its misses weighted by the share of its
+        // references that store (the lines leaving are those that missed).
+        let misses: f64 = r.memory.iter().sum::<f64>() + r.walk[2];
+        let dirtied: Vec<f64> = (0..tiers).map(|t| {
+            let refs = r.by_tier[t];
+            if refs > 0.0 { r.memory[t] * r.stores[t] / refs } else { 0.0 }
+        }).collect();
+        let dirtied_all: f64 = dirtied.iter().sum();
+        for t in 0..tiers {
+            let fit = c.cost.tiers[t];
+            let slot = base_slot + 8 * t;
+            let accesses = c.carry.take(slot, nf * r.memory[t]);
+            let share = if dirtied_all > 0.0 { dirtied[t] / dirtied_all } else { 0.0 };
+            let writebacks = c.carry.take(slot + 1, nf * misses * c.cost.writebacks_per_miss * share);
+            let walks = if t == 0 { k.walk_memory_accesses } else { 0 };
+            let all = accesses + writebacks + walks;
+            let tk = &mut k.tiers[t];
+            tk.accesses = accesses;
+            tk.reads = c.carry.take(slot + 2, nf * r.memory_reads[t]).min(accesses);
+            tk.latency_cycles = c.carry.take(slot + 3, accesses as f64 * lat[t]);
+            tk.writebacks = writebacks;
+            tk.walk_reads = walks;
+            tk.row_hits = c.carry.take(slot + 4, all as f64 * fit.row_hits);
+            tk.queue_cycles = c.carry.take(slot + 5, all as f64 * fit.queue(self.load[t].rho));
+            self.load[t].bus += (accesses + walks) as f64 * fit.burst + writebacks as f64 * fit.write_burst;
+        }
+        machine.epochs_advance(core, &k);
+        let c = &mut self.cores[core];
+        c.left -= n;
+        c.made += n;
+        c.chunks += 1;
+        c.chunk_refs += n;
+        self.tenants[tenant as usize].left -= nf;
+        let clock = machine.cores()[core].clock;
+        self.update_load(machine, core, clock);
+        // Faults due, each followed by the policy's hook (its handler runs there).
+        let refs_now = machine.epochs().expect("epochs state").core_refs(core);
+        let rep = |vpn: u64| Access { vaddr: vpn << 12, instrs: 0, core: core as u16, tenant, size: 8, flags: 0 };
+        while machine.epochs_fault(core, refs_now, policy) {
+            let vpn = self.cores[core].last_vpn;
+            policy.on_reference(&rep(vpn), &RefOutcome::default(), &mut Mechanisms::on_core_for(machine, rt, core, 0));
+        }
+        // First touches due.
+        let now = machine.cores()[core].clock;
+        loop {
+            let h = machine.epochs().expect("epochs state").hazard(tenant, now);
+            let Some(vpn) = machine.epochs_mut().expect("epochs state").take_first_touch(tenant, h) else { break };
+            self.cores[core].last_vpn = vpn;
+            if !machine.epochs_first_touch(core, tenant, vpn, policy) {
+                return Ok((n, true));
+            }
+        }
+        let vpn = self.cores[core].last_vpn;
+        policy.on_reference(&rep(vpn), &RefOutcome::default(), &mut Mechanisms::on_core_for(machine, rt, core, n));
+        let done = self.cores[core].left == 0 || (self.tenants[tenant as usize].done && self.tenants[tenant as usize].left <= 0.0);
+        Ok((n, done))
+    }
+
+    /// The report of the run.
+    pub fn report(&self, machine: &Machine<impl Redirect>) -> EpochsReport {
+        let errors: Vec<f64> = self.cores.iter().flat_map(|c| c.cost.errors.iter().copied()).collect();
+        let n = errors.len().max(1) as f64;
+        let chunk_refs: u64 = self.cores.iter().map(|c| c.chunk_refs).sum();
+        let detailed: u64 = self.cores.iter().map(|c| c.detailed_refs).sum();
+        EpochsReport {
+            ran: "epochs".into(),
+            statements: self.tenants.iter().filter(|t| t.model.is_some()).map(|t| t.describe.clone()).collect(),
+            chunks: self.cores.iter().map(|c| c.chunks).sum(),
+            chunk_references: chunk_refs,
+            detailed_references: detailed,
+            detailed_share: detailed as f64 / (chunk_refs + detailed).max(1) as f64,
+            calibrations: self.cores.iter().map(|c| c.calibrations).sum(),
+            stretches: self.tenants.iter().map(|t| t.stretches).sum(),
+            predicted_calibrations: errors.len() as u64,
+            model_error_mean: errors.iter().map(|e| e.abs()).sum::<f64>() / n,
+            model_error_max: errors.iter().fold(0.0, |a, e| a.max(e.abs())),
+            model_error_bias: errors.iter().sum::<f64>() / n,
+            calibrated_in_place: self.cores.iter().all(|c| c.positioned),
+            counts: machine.epochs().map(|e| e.counts.clone()).unwrap_or_default(),
+            config: self.cfg.clone(),
+            estimated: "outside calibrations: time, cache, TLB and walk counts, and the tiers' demand traffic from the calibrated cost model; Accessed/Dirty bits, faults and first touches drawn from the statements' rates".into(),
+        }
+    }
+}
