@@ -134,8 +134,11 @@ impl SampledConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct EpochsConfig {
     /// References of a calibration's first part, run in full to re-warm the caches
-    /// and TLBs (not measured).
+    /// and TLBs (not measured). The run's first calibration goes on until the
+    /// last-level cache is full, up to `first_warmup_refs`: a cold cache's misses
+    /// would price the whole run.
     pub warmup_refs: u64,
+    pub first_warmup_refs: u64,
     /// References of a calibration's measured part.
     pub calibration_refs: u64,
     /// Simulated seconds after which a core is calibrated again in any case (0:
@@ -164,6 +167,7 @@ impl Default for EpochsConfig {
     fn default() -> Self {
         EpochsConfig {
             warmup_refs: 200_000,
+            first_warmup_refs: 5_000_000,
             calibration_refs: 300_000,
             recalibrate_s: 10.0,
             phase_distance: 0.5,

@@ -39,7 +39,7 @@
 
 use super::CoreFeed;
 use crate::config::{Config, EpochsConfig, WorkloadSlot};
-use crate::machine::epochs::{class_of, Chunk, ChunkTier, TenantSetup, CLASSES, RATE_BUCKETS};
+use crate::machine::epochs::{class_parts, Chunk, ChunkTier, TenantSetup, CLASSES};
 use crate::machine::sampled::MAX_LEVELS;
 use crate::machine::{Machine, Redirect, RefOutcome, TierId};
 use crate::mechanism::{Mechanisms, Runtime};
@@ -53,6 +53,8 @@ use serde::Serialize;
 const MIN_SAMPLES: u64 = 16;
 /// Cycles over which a tier's load is measured.
 const LOAD_WINDOW: u64 = 1 << 22;
+/// Most tiers the cost model keeps per class.
+const MAX_TIERS: usize = 8;
 
 /// What a calibration measured of one class and direction.
 #[derive(Clone, Copy, Debug, Default)]
@@ -67,6 +69,9 @@ struct Sums {
     memory: u64,
     memory_weight: f64,
     levels: [u64; MAX_LEVELS],
+    /// Per tier: memory latency of the references it served, summed, and their count.
+    latency: [f64; MAX_TIERS],
+    served: [u64; MAX_TIERS],
 }
 
 /// The fitted per-reference cost of one class and direction.
@@ -81,14 +86,23 @@ struct Fit {
     memory: f64,
     memory_weight: f64,
     levels: [f64; MAX_LEVELS],
+    /// Per tier: the mean memory latency of the class's references it served, with
+    /// the tier's load at the time (`None`: the class had no pages there).
+    latency: [Option<(f64, f64)>; MAX_TIERS],
 }
 
 impl Fit {
-    fn from(s: &Sums) -> Fit {
+    fn from(s: &Sums, loads: &[f64]) -> Fit {
         let n = s.refs.max(1) as f64;
         let mut levels = [0.0; MAX_LEVELS];
         for (l, &c) in levels.iter_mut().zip(&s.levels) {
             *l = c as f64 / n;
+        }
+        let mut latency = [None; MAX_TIERS];
+        for (t, l) in latency.iter_mut().enumerate().take(loads.len()) {
+            if s.served[t] >= MIN_SAMPLES / 2 {
+                *l = Some((s.latency[t] / s.served[t] as f64, loads[t]));
+            }
         }
         Fit {
             fitted: true,
@@ -99,32 +113,58 @@ impl Fit {
             memory: s.memory as f64 / n,
             memory_weight: s.memory_weight / n,
             levels,
+            latency,
         }
     }
 }
 
-/// A tier's latency model: `device + κ · burst · ρ / (1 − ρ)`.
+/// A tier's latency model. A demand access costs its device latency — a row hit's
+/// or a row miss's, in the proportion its class's pattern gives (a value read through
+/// hits the row it opened) — plus queueing of two kinds: behind the other lines of
+/// its own burst (a 4 KiB value's lines serialised on one bank), which depends on
+/// the pattern too, and behind other traffic, which grows with the tier's load `ρ`
+/// as an M/D/1 queue's wait, `burst · ρ / (2 (1 − ρ))`. A class's latency measured
+/// in one tier is its latency at load 0 there; in a tier where it was not measured,
+/// the part above a row hit scales with the tiers' gaps between a row miss and a row
+/// hit (both parts of the excess — misses, and waits on a bank busy with the burst's
+/// other lines — grow with the array's latency).
 #[derive(Clone, Copy, Debug)]
 struct TierFit {
-    /// Mean latency of a demand access without queueing, in cycles.
-    device: f64,
-    kappa: f64,
+    /// Device latencies of a row hit and of a row miss (reads), in cycles.
+    hit: f64,
+    miss: f64,
     /// Share of demand accesses that found their row open.
     row_hits: f64,
     /// Bus cycles of a read and of a write, and the channels.
     burst: f64,
     write_burst: f64,
     channels: f64,
+    /// Mean wait of a demand access over the calibration, and the load then.
+    queue: f64,
+    load: f64,
 }
 
 impl TierFit {
-    fn latency(&self, load: f64) -> f64 {
-        let rho = load.clamp(0.0, 0.95);
-        self.device + self.kappa * self.burst * rho / (1.0 - rho)
+    /// The wait behind other traffic at load `rho`.
+    fn contention(&self, rho: f64) -> f64 {
+        let rho = rho.clamp(0.0, 0.95);
+        self.burst * rho / (2.0 * (1.0 - rho))
     }
 
-    fn queue(&self, load: f64) -> f64 {
-        self.latency(load) - self.device
+    /// The latency at load 0 of an access of class `fit` to tier `t` (this one):
+    /// measured here, or scaled from where it was measured, or a row miss's.
+    fn base_latency(&self, fit: &Fit, tiers: &[TierFit], t: usize) -> f64 {
+        if let Some((l, load)) = fit.latency[t] {
+            return (l - self.contention(load)).max(self.hit);
+        }
+        match (0..tiers.len()).find_map(|u| fit.latency[u].map(|x| (u, x))) {
+            Some((u, (l, load))) => {
+                let there = &tiers[u];
+                let excess = (l - there.contention(load) - there.hit).max(0.0);
+                self.hit + excess * (self.miss - self.hit) / (there.miss - there.hit).max(1.0)
+            }
+            None => self.miss,
+        }
     }
 }
 
@@ -137,7 +177,6 @@ struct TierMark {
     row_misses: u64,
     queue: u64,
     mechanism: u64,
-    latency: f64,
     accesses: u64,
 }
 
@@ -168,6 +207,7 @@ struct CostModel {
 
 impl CostModel {
     fn new<R: Redirect>(m: &Machine<R>) -> CostModel {
+        assert!(m.memory().tiers().all().len() <= MAX_TIERS, "epochs mode models at most {MAX_TIERS} tiers");
         let tiers: Vec<TierFit> = m
             .memory()
             .tiers()
@@ -175,7 +215,16 @@ impl CostModel {
             .iter()
             .map(|t| {
                 // Before any calibration: a row miss's device latency.
-                TierFit { device: t.device_cycles(false, false) as f64, kappa: 0.5, row_hits: 0.0, burst: t.burst_cycles() as f64, write_burst: t.write_burst_cycles() as f64, channels: t.channels() as f64 }
+                TierFit {
+                    hit: t.device_cycles(false, true) as f64,
+                    miss: t.device_cycles(false, false) as f64,
+                    row_hits: 0.0,
+                    burst: t.burst_cycles() as f64,
+                    write_burst: t.write_burst_cycles() as f64,
+                    channels: t.channels() as f64,
+                    queue: 0.0,
+                    load: 0.0,
+                }
             })
             .collect();
         CostModel {
@@ -210,7 +259,7 @@ impl CostModel {
                 let t = TierId(i as u8);
                 let s = tiers.get(t).stats();
                 let d = tiers.demand(t);
-                TierMark { reads: s.reads, writes: s.writes, row_hits: s.row_hits, row_misses: s.row_misses, queue: s.queue_cycles, mechanism: s.mechanism_reads + s.mechanism_writes, latency: d.latency_cycles as f64, accesses: d.accesses }
+                TierMark { reads: s.reads, writes: s.writes, row_hits: s.row_hits, row_misses: s.row_misses, queue: s.queue_cycles, mechanism: s.mechanism_reads + s.mechanism_writes, accesses: d.accesses }
             })
             .collect();
     }
@@ -219,30 +268,6 @@ impl CostModel {
     fn end<R: Redirect>(&mut self, m: &Machine<R>, core: usize) {
         if self.fitted() && self.measured > 0.0 {
             self.errors.push((self.predicted - self.measured) / self.measured);
-        }
-        for (f, s) in self.fits.iter_mut().zip(&self.sums) {
-            if s.refs >= MIN_SAMPLES || (!f.fitted && s.refs > 0) {
-                *f = Fit::from(s);
-            }
-        }
-        // A class never seen borrows from the nearest rate of the same size and
-        // direction, then of the other size.
-        for i in 0..self.fits.len() {
-            if self.fits[i].fitted {
-                continue;
-            }
-            let (dir, class) = (i % 2, i / 2);
-            let (size, bucket) = (class / RATE_BUCKETS, class % RATE_BUCKETS);
-            let donor = (0..self.fits.len())
-                .filter(|&j| self.fits[j].fitted && j % 2 == dir)
-                .min_by_key(|&j| {
-                    let c = j / 2;
-                    ((c / RATE_BUCKETS != size) as usize, (c % RATE_BUCKETS).abs_diff(bucket), j)
-                })
-                .or_else(|| (0..self.fits.len()).find(|&j| self.fits[j].fitted));
-            if let Some(j) = donor {
-                self.fits[i] = Fit { fitted: false, ..self.fits[j] };
-            }
         }
         let cycles = (m.cores()[core].clock - self.started_at).max(1) as f64;
         let tiers = m.memory().tiers();
@@ -256,19 +281,53 @@ impl CostModel {
             if hits + misses >= MIN_SAMPLES {
                 fit.row_hits = hits as f64 / (hits + misses) as f64;
             }
+            let bus = reads as f64 * fit.burst + w as f64 * fit.write_burst + (s.mechanism_reads + s.mechanism_writes - mark.mechanism) as f64 * fit.burst;
+            fit.load = (bus / (cycles * fit.channels)).clamp(0.0, 0.95);
             if accesses >= MIN_SAMPLES {
-                let queue = (s.queue_cycles - mark.queue) as f64 / (hits + misses).max(1) as f64;
-                let latency = (d.latency_cycles as f64 - mark.latency) / accesses as f64;
-                fit.device = (latency - queue).max(1.0);
-                let bus = reads as f64 * fit.burst + w as f64 * fit.write_burst + (s.mechanism_reads + s.mechanism_writes - mark.mechanism) as f64 * fit.burst;
-                let rho = (bus / (cycles * fit.channels)).clamp(0.0, 0.95);
-                let g = rho / (1.0 - rho);
-                if g > 0.02 && queue > 0.0 {
-                    fit.kappa = (queue / (fit.burst * g)).clamp(0.1, 50.0);
+                fit.queue = (s.queue_cycles - mark.queue) as f64 / (hits + misses).max(1) as f64;
+            }
+        }
+        let loads: Vec<f64> = self.tiers.iter().map(|t| t.load).collect();
+        for (f, s) in self.fits.iter_mut().zip(&self.sums) {
+            if s.refs >= MIN_SAMPLES || (!f.fitted && s.refs > 0) {
+                let old = f.latency;
+                *f = Fit::from(s, &loads);
+                // A tier the class has no pages in now keeps what was measured there.
+                for (l, o) in f.latency.iter_mut().zip(old) {
+                    if l.is_none() {
+                        *l = o;
+                    }
                 }
             }
         }
+        // A class never seen borrows from the nearest fitted class of the same
+        // direction: the same size first, then the nearest density, then the nearest
+        // rate.
+        for i in 0..self.fits.len() {
+            if self.fits[i].fitted {
+                continue;
+            }
+            let (dir, (size, density, bucket)) = (i % 2, class_parts(i / 2));
+            let donor = (0..self.fits.len())
+                .filter(|&j| self.fits[j].fitted && j % 2 == dir)
+                .min_by_key(|&j| {
+                    let (s, d, b) = class_parts(j / 2);
+                    ((s != size) as usize, d.abs_diff(density), b.abs_diff(bucket), j)
+                })
+                .or_else(|| (0..self.fits.len()).find(|&j| self.fits[j].fitted));
+            if let Some(j) = donor {
+                self.fits[i] = Fit { fitted: false, ..self.fits[j] };
+            }
+        }
         self.writebacks_per_miss = m.memory().caches().dirty_share();
+        if std::env::var("TIERSIM_DEBUG_EPOCHS").is_ok() {
+            eprintln!("calibration end core {core}: tiers {:?}", self.tiers);
+            for (i, f) in self.fits.iter().enumerate() {
+                if self.sums[i].refs > 0 {
+                    eprintln!("  class {:?} dir {} refs {} memory {:.3} lat {:?}", class_parts(i / 2), i % 2, self.sums[i].refs, f.memory, f.latency);
+                }
+            }
+        }
         // What the walks took of each level: the levels' counts over the calibration,
         // less those of the data references.
         let caches = m.memory().caches().stats();
@@ -309,6 +368,10 @@ struct PerRef {
     walk: [f64; 3],
     levels: [f64; MAX_LEVELS],
     level_writebacks: [f64; MAX_LEVELS],
+    /// The stall of the references that reach memory at load 0, and per tier their
+    /// latency at load 0 summed (per reference).
+    memory_stall: f64,
+    memory_latency: Vec<f64>,
     /// Per tier: stall weight of references reaching it, those references and the
     /// loads among them, stores to its pages.
     memory_weight: Vec<f64>,
@@ -546,6 +609,10 @@ impl Driver {
     /// The next phase of `core` after `phase` with `left` references to go in it.
     pub fn next_phase<R: Redirect>(&mut self, machine: &mut Machine<R>, core: usize, phase: Phase, left: u64) -> (Phase, u64) {
         match phase {
+            Phase::Warm if left == 0 && self.cores[core].calibrations == 0 && self.cores[core].detailed_refs < self.cfg.first_warmup_refs && machine.memory().caches().valid_share() < 0.95 => {
+                // The first warm-up goes on while the last-level cache fills.
+                (Phase::Warm, (self.cfg.warmup_refs / 4).max(1).min(self.cfg.first_warmup_refs - self.cores[core].detailed_refs))
+            }
             Phase::Warm if left == 0 => {
                 self.cores[core].cost.begin(machine, core);
                 (Phase::Measure, self.cfg.calibration_refs)
@@ -617,7 +684,7 @@ impl Driver {
                 let e = machine.epochs().expect("epochs state");
                 let p = &e.tenants[a.tenant as usize];
                 match p.index(a.vaddr >> 12) {
-                    Some(i) => (class_of(p.reads[i] + p.writes[i], p.is_huge(i)), p.tier_of(i)),
+                    Some(i) => (p.class(i), p.tier_of(i)),
                     None => (CLASSES - 1, None),
                 }
             };
@@ -646,12 +713,15 @@ impl Driver {
             if out.level == depth {
                 s.memory += 1;
                 s.memory_weight += f;
+                s.latency[tier] += data - cache_part;
+                s.served[tier] += 1;
             }
             // The previous fit's prediction of this reference, against what it cost.
             if c.cost.fitted() {
                 let fit = &c.cost.fits[2 * class + write as usize];
                 let t = tier_of_page.map_or(tier, |t| t.index());
-                let lat = c.cost.tiers[t].latency(self.load[t].rho);
+                let tf = &c.cost.tiers[t];
+                let lat = tf.base_latency(fit, &c.cost.tiers, t) + tf.contention(self.load[t].rho);
                 c.cost.predicted += cpi * (1.0 + a.instrs as f64) + fit.translation + fit.cache_stall + fit.memory_weight * lat;
                 c.cost.measured += (machine.cores()[core].clock - clock0 - faults) as f64;
             }
@@ -715,21 +785,30 @@ impl Driver {
         let tiers = self.load.len();
         let fits = &self.cores[core].cost.fits;
         let mapped: f64 = p.by_class.iter().map(|a| a[0] + a[1]).sum();
-        let unmapped = p.unmapped[0] + p.unmapped[1];
+        let unmapped: f64 = p.unmapped.iter().map(|a| a[0] + a[1]).sum();
         let total = mapped + unmapped;
-        let mut r = PerRef { memory_weight: vec![0.0; tiers], memory: vec![0.0; tiers], memory_reads: vec![0.0; tiers], stores: vec![0.0; tiers], by_tier: vec![0.0; tiers], ..PerRef::default() };
+        let placing = p.placing.index();
+        let mut r = PerRef {
+            memory_latency: vec![0.0; tiers],
+            memory_weight: vec![0.0; tiers],
+            memory: vec![0.0; tiers],
+            memory_reads: vec![0.0; tiers],
+            stores: vec![0.0; tiers],
+            by_tier: vec![0.0; tiers],
+            ..PerRef::default()
+        };
+        let tier_fits = &self.cores[core].cost.tiers;
         if total > 0.0 {
-            // Pages not mapped yet will be placed as the mapped ones are.
-            let scale = 1.0 / if mapped > 0.0 { mapped } else { 1.0 };
+            // The references of pages not mapped yet are their first bursts, in the
+            // tier first touch places pages in now.
+            let scale = 1.0 / total;
             for class in 0..CLASSES {
                 for t in 0..tiers {
-                    let [reads, writes] = if mapped > 0.0 {
-                        p.by_class[class * tiers + t].map(|x| x * scale)
-                    } else if t == 0 && class == CLASSES - 1 {
-                        [p.unmapped[0] / total, p.unmapped[1] / total]
-                    } else {
-                        [0.0, 0.0]
-                    };
+                    let mut rates = p.by_class[class * tiers + t];
+                    if t == placing {
+                        rates = [rates[0] + p.unmapped[class][0], rates[1] + p.unmapped[class][1]];
+                    }
+                    let [reads, writes] = rates.map(|x| x * scale);
                     for (dir, share) in [(0, reads), (1, writes)] {
                         if share == 0.0 {
                             continue;
@@ -744,6 +823,9 @@ impl Driver {
                         for (l, x) in r.levels.iter_mut().zip(&f.levels) {
                             *l += share * x;
                         }
+                        let base = tier_fits[t].base_latency(f, tier_fits, t);
+                        r.memory_stall += share * f.memory_weight * base;
+                        r.memory_latency[t] += share * f.memory * base;
                         r.memory_weight[t] += share * f.memory_weight;
                         r.memory[t] += share * f.memory;
                         if dir == 0 {
@@ -809,9 +891,11 @@ impl Driver {
             }
         }
         let r = self.per_ref(machine, core);
-        let lat: Vec<f64> = self.cores[core].cost.tiers.iter().zip(&self.load).map(|(f, l)| f.latency(l.rho)).collect();
+        // The wait behind other traffic at each tier's load.
+        let wait: Vec<f64> = self.cores[core].cost.tiers.iter().zip(&self.load).map(|(f, l)| f.contention(l.rho)).collect();
         let base = self.cpi * (1.0 + r.instructions);
-        let cycles_per_ref = base + r.translation + r.cache_stall + r.memory_weight.iter().zip(&lat).map(|(w, l)| w * l).sum::<f64>();
+        let memory_stall = r.memory_stall + r.memory_weight.iter().zip(&wait).map(|(w, q)| w * q).sum::<f64>();
+        let cycles_per_ref = base + r.translation + r.cache_stall + memory_stall;
         // How far this chunk goes.
         let limit = limit.min(now + (self.cfg.max_chunk_s * self.freq_hz) as u64);
         let mut n = ((limit.saturating_sub(now)) as f64 / cycles_per_ref.max(1e-9)).ceil().max(1.0);
@@ -835,7 +919,6 @@ impl Driver {
         k.instructions = n + c.carry.take(1, nf * r.instructions);
         k.base_cycles = c.carry.take(2, nf * base);
         k.translation_cycles = c.carry.take(3, nf * r.translation);
-        let memory_stall: f64 = r.memory_weight.iter().zip(&lat).map(|(w, l)| w * l).sum();
         k.stall_cycles = c.carry.take(4, nf * (r.cache_stall + memory_stall));
         for i in 0..3 {
             k.tlb[i] = c.carry.take(5 + i, nf * r.tlb[i]);
@@ -872,11 +955,11 @@ impl Driver {
             let tk = &mut k.tiers[t];
             tk.accesses = accesses;
             tk.reads = c.carry.take(slot + 2, nf * r.memory_reads[t]).min(accesses);
-            tk.latency_cycles = c.carry.take(slot + 3, accesses as f64 * lat[t]);
+            tk.latency_cycles = c.carry.take(slot + 3, nf * (r.memory_latency[t] + r.memory[t] * wait[t]));
             tk.writebacks = writebacks;
             tk.walk_reads = walks;
             tk.row_hits = c.carry.take(slot + 4, all as f64 * fit.row_hits);
-            tk.queue_cycles = c.carry.take(slot + 5, all as f64 * fit.queue(self.load[t].rho));
+            tk.queue_cycles = c.carry.take(slot + 5, all as f64 * (fit.queue + wait[t]));
             self.load[t].bus += (accesses + walks) as f64 * fit.burst + writebacks as f64 * fit.write_burst;
         }
         machine.epochs_advance(core, &k);

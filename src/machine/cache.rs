@@ -383,6 +383,17 @@ impl Caches {
         }
     }
 
+    /// Share of the last level's lines that hold data (a cold cache fills up).
+    pub fn valid_share(&self) -> f64 {
+        let Some(last) = self.levels.last() else { return 1.0 };
+        let (mut valid, mut all) = (0u64, 0u64);
+        for a in &last.instances {
+            valid += a.tags.iter().filter(|&&t| t != 0).count() as u64;
+            all += a.tags.len() as u64;
+        }
+        valid as f64 / all.max(1) as f64
+    }
+
     /// Share of the last level's valid lines that are dirty (epochs mode prices its
     /// write-backs with it: in a full cache each miss evicts a line, dirty with this
     /// probability).

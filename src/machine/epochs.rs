@@ -61,16 +61,37 @@ const STICKY_D: u8 = 8;
 /// The page's first touch is queued.
 const QUEUED: u8 = 16;
 
-/// Rate classes of pages: by `⌊−log2 r⌋` of the page's references per reference of
-/// its tenant, 0 (half the references or more) to 47, times the page size.
+/// Classes of pages, for the cost model: what decides how a page's references fare
+/// in the caches is how often it is come back to — its bursts per reference of its
+/// tenant, in powers of two, `⌊−log2 r⌋` from 0 (half the references or more) to 47
+/// — and how many references a visit makes (1, 2–7, 8–63, 64 or more: a key's
+/// object against a 4 KiB value read through); and the page's size, for its
+/// translations.
 pub const RATE_BUCKETS: usize = 48;
-pub const CLASSES: usize = 2 * RATE_BUCKETS;
+pub const DENSITY_BUCKETS: usize = 4;
+pub const CLASSES: usize = 2 * RATE_BUCKETS * DENSITY_BUCKETS;
 
-/// The rate class of a page of `refs` references per reference of its tenant.
+/// The class of a page of `refs` references and `bursts` bursts per reference of its
+/// tenant.
 #[inline]
-pub fn class_of(refs: f32, huge: bool) -> usize {
-    let bucket = if refs > 0.0 { (-refs.log2()).floor().clamp(0.0, (RATE_BUCKETS - 1) as f32) as usize } else { RATE_BUCKETS - 1 };
-    bucket + huge as usize * RATE_BUCKETS
+pub fn class_of(refs: f32, bursts: f32, huge: bool) -> usize {
+    let beta = if bursts > 0.0 { bursts } else { refs };
+    let bucket = if beta > 0.0 { (-beta.log2()).floor().clamp(0.0, (RATE_BUCKETS - 1) as f32) as usize } else { RATE_BUCKETS - 1 };
+    let per_visit = if beta > 0.0 { refs / beta } else { 1.0 };
+    let density = match per_visit {
+        x if x < 2.0 => 0,
+        x if x < 8.0 => 1,
+        x if x < 64.0 => 2,
+        _ => 3,
+    };
+    (huge as usize * DENSITY_BUCKETS + density) * RATE_BUCKETS + bucket
+}
+
+/// The parts of a class: size, density and rate bucket.
+pub fn class_parts(class: usize) -> (usize, usize, usize) {
+    let bucket = class % RATE_BUCKETS;
+    let rest = class / RATE_BUCKETS;
+    (rest / DENSITY_BUCKETS, rest % DENSITY_BUCKETS, bucket)
 }
 
 /// A heap key from a non-negative reference count.
@@ -89,7 +110,7 @@ pub struct TenantSetup {
 }
 
 /// One tenant's pages.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Pages {
     ranges: Vec<Range<u64>>,
     /// Index of each range's first page.
@@ -112,9 +133,12 @@ pub struct Pages {
     /// Generation of the page's fault events (a fault drawn for an older one is void).
     generation: Vec<u32>,
     /// Rates by class and tier (`[class * tiers + tier]`): loads and stores per
-    /// reference of the tenant, of mapped pages; and of the pages not mapped yet.
+    /// reference of the tenant, of mapped pages; and by class, of the pages not
+    /// mapped yet (whose first bursts land where first touch places pages now).
     pub by_class: Vec<[f64; 2]>,
-    pub unmapped: [f64; 2],
+    pub unmapped: Vec<[f64; 2]>,
+    /// Where the tenant's last first touch placed its page.
+    pub placing: TierId,
     /// Characteristic times of the TLBs for base and huge translations, in references
     /// of one core.
     pub tlb_time: [f64; 2],
@@ -155,7 +179,8 @@ impl Pages {
             tier: vec![0; n],
             generation: vec![0; n],
             by_class: vec![[0.0; 2]; CLASSES * tiers],
-            unmapped: [0.0; 2],
+            unmapped: vec![[0.0; 2]; CLASSES],
+            placing: TierId::FAST,
             tlb_time: [0.0; 2],
             instrs_per_ref: 0.0,
             dependent_share: 0.0,
@@ -206,8 +231,9 @@ impl Pages {
         self.is_mapped(i).then(|| TierId(self.tier[i]))
     }
 
-    fn class(&self, i: usize) -> usize {
-        class_of(self.reads[i] + self.writes[i], self.flags[i] & HUGE != 0)
+    /// The cost model's class of page `i` (see [`class_of`]).
+    pub fn class(&self, i: usize) -> usize {
+        class_of(self.reads[i] + self.writes[i], self.bursts[i], self.flags[i] & HUGE != 0)
     }
 
     /// Takes page `i`'s rates out of the aggregates (`sign` −1) or puts them in (+1).
@@ -216,11 +242,8 @@ impl Pages {
         if r == 0.0 && w == 0.0 {
             return;
         }
-        let slot = if self.is_mapped(i) { Some(self.class(i) * self.tiers + self.tier[i] as usize) } else { None };
-        let a = match slot {
-            Some(s) => &mut self.by_class[s],
-            None => &mut self.unmapped,
-        };
+        let class = self.class(i);
+        let a = if self.is_mapped(i) { &mut self.by_class[class * self.tiers + self.tier[i] as usize] } else { &mut self.unmapped[class] };
         a[0] += r;
         a[1] += w;
         self.changed = true;
@@ -620,6 +643,9 @@ impl<R: Redirect> Machine<R> {
                     Err(_) => (0, 0),
                 };
                 let was_tier = p.tier_of(i);
+                if flags != 0 && was_tier.is_none() {
+                    p.placing = TierId(tier);
+                }
                 if p.flags[i] & (MAPPED | HUGE) != flags || (flags != 0 && p.tier[i] != tier) {
                     p.account(i, -1.0);
                     p.flags[i] = (p.flags[i] & !(MAPPED | HUGE)) | flags;
@@ -661,31 +687,41 @@ impl<R: Redirect> Machine<R> {
         let h = e.hazard(tenant, at);
         let p = &mut e.tenants[tenant as usize];
         let (first, n) = if huge { ((addr >> 12) & !511, 512) } else { (addr >> 12, 1) };
-        let (mut ha, mut hd, mut since_a, mut since_d) = (0.0, 0.0, f64::MAX, f64::MAX);
+        // Hazards of the Accessed bit, and of the Dirty bit within the Accessed bit's
+        // window and before it (a Dirty bit cleared earlier than the Accessed bit).
+        let (mut ha, mut hd_within, mut hd_before) = (0.0, 0.0, 0.0);
         let idx: Vec<usize> = p.span(first, n).collect();
         for &i in &idx {
             let (a, d) = p.hazards(i, h);
             ha += a;
-            hd += d;
-            since_a = since_a.min(p.since_a[i]);
-            since_d = since_d.min(p.since_d[i]);
+            let before = if p.since_d[i] < p.since_a[i] { (p.write_bursts[i] as f64 * (p.since_a[i] - p.since_d[i])).min(d) } else { 0.0 };
+            hd_within += d - before;
+            hd_before += before;
             p.restart(i, h);
         }
         if idx.is_empty() {
             return entry;
         }
         e.counts.settled += 1;
+        // A store is an access: within the Accessed bit's window, the Dirty bit is set
+        // only with it, with the chance that one of the bursts was a store.
+        let p_accessed = 1.0 - (-ha).exp();
+        let accessed = entry & ACCESSED == 0 && ha > 0.0 && e.rng.unit() < p_accessed;
         let mut set = 0;
-        if entry & ACCESSED == 0 && ha > 0.0 && e.rng.unit() < 1.0 - (-ha).exp() {
+        if accessed {
             set |= ACCESSED;
             e.counts.accessed_drawn += 1;
         }
-        if entry & DIRTY == 0 && hd > 0.0 && e.rng.unit() < 1.0 - (-hd).exp() {
-            set |= DIRTY;
-            e.counts.dirty_drawn += 1;
-            // A store that came after the Accessed bit was last cleared set it too.
-            if since_d >= since_a {
-                set |= ACCESSED;
+        if entry & DIRTY == 0 {
+            let within = if entry & ACCESSED != 0 {
+                hd_within > 0.0 && e.rng.unit() < 1.0 - (-hd_within).exp()
+            } else {
+                accessed && e.rng.unit() < (1.0 - (-hd_within).exp()) / p_accessed.max(1e-300)
+            };
+            let before = hd_before > 0.0 && e.rng.unit() < 1.0 - (-hd_before).exp();
+            if within || before {
+                set |= DIRTY;
+                e.counts.dirty_drawn += 1;
             }
         }
         if set & ACCESSED != 0 {
@@ -768,9 +804,11 @@ impl<R: Redirect> Machine<R> {
         *self.space.entry_mut(tenant, m.slot) |= ACCESSED | if store { DIRTY } else { 0 };
         let fault = self.timing.poison_fault_cycles;
         let c = &mut self.cores[core];
+        // (As a detailed walk counts its fault in the translation's cycles.)
         c.clock += fault;
         c.stats.poison_faults += 1;
         c.stats.fault_cycles += fault;
+        c.stats.translation_cycles += fault;
         let number = self.space.page_number(tenant, m.addr);
         obs.on_fault(&FaultEvent { core, tenant, addr: m.addr, page: number, huge: m.huge, kind: FaultKind::Poison });
         true
@@ -786,6 +824,7 @@ impl<R: Redirect> Machine<R> {
         match self.first_touch(core, tenant, vpn << 12, obs) {
             Some(cycles) => {
                 self.cores[core].clock += cycles;
+                self.cores[core].stats.translation_cycles += cycles;
                 if let Some(e) = self.epochs.as_deref_mut() {
                     e.counts.first_touches += 1;
                 }
@@ -893,13 +932,16 @@ mod tests {
     }
 
     #[test]
-    fn classes_are_powers_of_two_of_the_rate() {
-        assert_eq!(class_of(0.6, false), 0);
-        assert_eq!(class_of(0.25, false), 2);
-        assert_eq!(class_of(0.2, false), 2);
-        assert_eq!(class_of(1e-30, false), RATE_BUCKETS - 1);
-        assert_eq!(class_of(0.0, true), CLASSES - 1);
-        assert_eq!(class_of(0.25, true), RATE_BUCKETS + 2);
+    fn classes_are_the_visit_rate_in_powers_of_two_and_the_references_a_visit() {
+        let parts = |refs, bursts, huge| class_parts(class_of(refs, bursts, huge));
+        assert_eq!(parts(0.6, 0.6, false), (0, 0, 0));
+        assert_eq!(parts(0.25, 0.25, false), (0, 0, 2));
+        assert_eq!(parts(0.2, 0.2, false), (0, 0, 2));
+        assert_eq!(parts(0.2, 0.05, false), (0, 1, 4), "four references a visit");
+        assert_eq!(parts(0.64, 0.005, false), (0, 3, 7), "128 references a visit");
+        assert_eq!(parts(1e-30, 1e-30, false), (0, 0, RATE_BUCKETS - 1));
+        assert_eq!(class_of(0.0, 0.0, true), 2 * DENSITY_BUCKETS * RATE_BUCKETS - DENSITY_BUCKETS * RATE_BUCKETS + RATE_BUCKETS - 1);
+        assert_eq!(parts(0.25, 0.25, true), (1, 0, 2));
     }
 
     /// A clock that made 1000 references between cycles 0 and 2000: 500 at cycle
@@ -949,7 +991,7 @@ mod tests {
         let p = &e.tenants[0];
         assert_eq!((p.reads[0], p.writes[0], p.bursts[0], p.write_bursts[0]), (0.6, 0.2, 0.1, 0.05));
         assert_eq!((p.instrs_per_ref, p.dependent_share), (3.0, 0.1));
-        assert_eq!(p.unmapped, [0.8, 0.2].map(|x: f64| x), "nothing mapped yet");
+        assert_eq!(p.unmapped.iter().fold([0.0; 2], |a, x| [a[0] + x[0], a[1] + x[1]]), [0.8, 0.2], "nothing mapped yet");
         // Both are touched within the stretch (rates 0.1 and 0.2 a reference: far
         // earlier than 1000 references, with near certainty for this seed).
         let mut touched = Vec::new();

@@ -635,3 +635,28 @@ pub(crate) mod tests {
         assert_eq!(merge_ranges(vec![5..7, 1..3, 3..4, 6..9, 10..10]), vec![1..4, 5..9]);
     }
 }
+#[cfg(test)]
+mod debug_abit {
+    use super::*;
+    use crate::workload::tests::config;
+    #[test]
+    fn dbg_abit() {
+        let mut cfg = config("kv");
+        cfg.footprint = crate::units::Size(128 << 20);
+        cfg.refs = 20_000_000;
+        let opts = ProfileOptions { window_refs: 1 << 20, max_refs: 1 << 24 };
+        let mut m = model(&cfg, 0, 1, &opts).unwrap();
+        let mut s = Stretch::default();
+        m.next(&mut s).unwrap();
+        let mut src = crate::workload::build(&cfg, 0, 0).unwrap();
+        for delta in [10_000u64, 100_000, 1_000_000] {
+            let expect: f64 = s.pages.iter().map(|p| 1.0 - (-(p.bursts as f64) / s.refs as f64 * delta as f64).exp()).sum();
+            let expect_refs: f64 = s.pages.iter().map(|p| 1.0 - (-(p.refs() as f64) / s.refs as f64 * delta as f64).exp()).sum();
+            let mut seen = std::collections::HashSet::new();
+            let mut buf = Vec::new();
+            let mut n = 0;
+            while n < delta { buf.clear(); src.fill(&mut buf, (delta - n).min(4096) as usize).unwrap(); for a in &buf { seen.insert(a.vaddr >> 12); } n += buf.len() as u64; }
+            println!("delta {delta}: distinct pages {} stated-bursts {expect:.0} stated-refs-as-bursts {expect_refs:.0}", seen.len());
+        }
+    }
+}
