@@ -169,7 +169,7 @@ impl Default for EpochsConfig {
             warmup_refs: 200_000,
             first_warmup_refs: 5_000_000,
             calibration_refs: 300_000,
-            recalibrate_s: 10.0,
+            recalibrate_s: 60.0,
             phase_distance: 0.5,
             moved_share: 0.2,
             min_gap_s: 0.5,

@@ -39,7 +39,7 @@
 
 use super::CoreFeed;
 use crate::config::{Config, EpochsConfig, WorkloadSlot};
-use crate::machine::epochs::{class_parts, Chunk, ChunkTier, TenantSetup, CLASSES};
+use crate::machine::epochs::{class_parts, Chunk, TenantSetup, CLASSES, MAX_TIERS};
 use crate::machine::sampled::MAX_LEVELS;
 use crate::machine::{Machine, Redirect, RefOutcome, TierId};
 use crate::mechanism::{Mechanisms, Runtime};
@@ -53,8 +53,6 @@ use serde::Serialize;
 const MIN_SAMPLES: u64 = 16;
 /// Cycles over which a tier's load is measured.
 const LOAD_WINDOW: u64 = 1 << 22;
-/// Most tiers the cost model keeps per class.
-const MAX_TIERS: usize = 8;
 
 /// What a calibration measured of one class and direction.
 #[derive(Clone, Copy, Debug, Default)]
@@ -357,7 +355,7 @@ impl CostModel {
 }
 
 /// The cost of a reference of a core as its tenant's pages lie now.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 struct PerRef {
     reads: f64,
     writes: f64,
@@ -371,15 +369,15 @@ struct PerRef {
     /// The stall of the references that reach memory at load 0, and per tier their
     /// latency at load 0 summed (per reference).
     memory_stall: f64,
-    memory_latency: Vec<f64>,
+    memory_latency: [f64; MAX_TIERS],
     /// Per tier: stall weight of references reaching it, those references and the
     /// loads among them, stores to its pages.
-    memory_weight: Vec<f64>,
-    memory: Vec<f64>,
-    memory_reads: Vec<f64>,
-    stores: Vec<f64>,
+    memory_weight: [f64; MAX_TIERS],
+    memory: [f64; MAX_TIERS],
+    memory_reads: [f64; MAX_TIERS],
+    stores: [f64; MAX_TIERS],
     /// References to each tier's pages.
-    by_tier: Vec<f64>,
+    by_tier: [f64; MAX_TIERS],
 }
 
 /// Fractions carried from chunk to chunk, so that whole counts add up exactly.
@@ -388,14 +386,16 @@ struct Carry(Vec<f64>);
 
 impl Carry {
     /// The whole part of `x` plus the carried fraction of slot `i`.
+    #[inline]
     fn take(&mut self, i: usize, x: f64) -> u64 {
         if self.0.len() <= i {
             self.0.resize(i + 1, 0.0);
         }
         let v = self.0[i] + x.max(0.0);
-        let whole = v.floor();
-        self.0[i] = v - whole;
-        whole as u64
+        // (A truncation: `v` is not negative.)
+        let whole = v as u64;
+        self.0[i] = v - whole as f64;
+        whole
     }
 }
 
@@ -779,8 +779,8 @@ impl Driver {
                 self.cores[c].per_ref = None;
             }
         }
-        if let Some(r) = &self.cores[core].per_ref {
-            return r.clone();
+        if let Some(r) = self.cores[core].per_ref {
+            return r;
         }
         let tiers = self.load.len();
         let fits = &self.cores[core].cost.fits;
@@ -788,15 +788,7 @@ impl Driver {
         let unmapped: f64 = p.unmapped.iter().map(|a| a[0] + a[1]).sum();
         let total = mapped + unmapped;
         let placing = p.placing.index();
-        let mut r = PerRef {
-            memory_latency: vec![0.0; tiers],
-            memory_weight: vec![0.0; tiers],
-            memory: vec![0.0; tiers],
-            memory_reads: vec![0.0; tiers],
-            stores: vec![0.0; tiers],
-            by_tier: vec![0.0; tiers],
-            ..PerRef::default()
-        };
+        let mut r = PerRef::default();
         let tier_fits = &self.cores[core].cost.tiers;
         if total > 0.0 {
             // The references of pages not mapped yet are their first bursts, in the
@@ -851,7 +843,7 @@ impl Driver {
             r.level_writebacks[l] = a * cost.level_writebacks[l];
         }
         r.instructions = p.instrs_per_ref;
-        self.cores[core].per_ref = Some(r.clone());
+        self.cores[core].per_ref = Some(r);
         r
     }
 
@@ -892,7 +884,10 @@ impl Driver {
         }
         let r = self.per_ref(machine, core);
         // The wait behind other traffic at each tier's load.
-        let wait: Vec<f64> = self.cores[core].cost.tiers.iter().zip(&self.load).map(|(f, l)| f.contention(l.rho)).collect();
+        let mut wait = [0.0; MAX_TIERS];
+        for (w, (f, l)) in wait.iter_mut().zip(self.cores[core].cost.tiers.iter().zip(&self.load)) {
+            *w = f.contention(l.rho);
+        }
         let base = self.cpi * (1.0 + r.instructions);
         let memory_stall = r.memory_stall + r.memory_weight.iter().zip(&wait).map(|(w, q)| w * q).sum::<f64>();
         let cycles_per_ref = base + r.translation + r.cache_stall + memory_stall;
@@ -934,15 +929,16 @@ impl Driver {
         }
         let base_slot = 11 + 2 * MAX_LEVELS;
         let tiers = self.load.len();
-        k.tiers = vec![ChunkTier::default(); tiers];
         // Write-backs: every miss evicts a line, dirty with the calibrated share; a
         // tier's share of them is that of its misses weighted by the share of its
         // references that store (the lines leaving are those that missed).
         let misses: f64 = r.memory.iter().sum::<f64>() + r.walk[2];
-        let dirtied: Vec<f64> = (0..tiers).map(|t| {
-            let refs = r.by_tier[t];
-            if refs > 0.0 { r.memory[t] * r.stores[t] / refs } else { 0.0 }
-        }).collect();
+        let mut dirtied = [0.0; MAX_TIERS];
+        for (t, d) in dirtied.iter_mut().enumerate().take(tiers) {
+            if r.by_tier[t] > 0.0 {
+                *d = r.memory[t] * r.stores[t] / r.by_tier[t];
+            }
+        }
         let dirtied_all: f64 = dirtied.iter().sum();
         for t in 0..tiers {
             let fit = c.cost.tiers[t];

@@ -305,6 +305,7 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         fast_reserve: 0,
         redirect: req.redirect.clone(),
         verify: opts.verify,
+        paper_periods: epochs,
     };
     let info = MachineInfo::plan::<R>(&cfg.machine, &build).map_err(|e| in_policy(name, e))?;
     build.fast_reserve = req.fast_reserve.frames(info.tier(TierId::FAST).frames);

@@ -68,6 +68,8 @@ const QUEUED: u8 = 16;
 /// object against a 4 KiB value read through); and the page's size, for its
 /// translations.
 pub const RATE_BUCKETS: usize = 48;
+/// Most tiers epochs mode keeps figures for.
+pub const MAX_TIERS: usize = 8;
 pub const DENSITY_BUCKETS: usize = 4;
 pub const CLASSES: usize = 2 * RATE_BUCKETS * DENSITY_BUCKETS;
 
@@ -128,6 +130,8 @@ pub struct Pages {
     pend_a: Vec<f32>,
     pend_d: Vec<f32>,
     flags: Vec<u8>,
+    /// Cost class of each page (kept with its rates and size).
+    classes: Vec<u16>,
     /// Tier of the page's frame (meaningful when mapped).
     tier: Vec<u8>,
     /// Generation of the page's fault events (a fault drawn for an older one is void).
@@ -150,8 +154,9 @@ pub struct Pages {
     /// Rate-weighted share of the tenant's references whose page changed tier since
     /// the last calibration.
     pub moved_share: f64,
-    /// First touches waiting: the hazard clock at which each page is first touched.
-    first_touch: BinaryHeap<Reverse<(u64, u32)>>,
+    /// First touches waiting: the hazard clock at which each page is first touched
+    /// and the page, latest first (the next is last).
+    first_touch: Vec<(f64, u32)>,
     tiers: usize,
 }
 
@@ -176,6 +181,7 @@ impl Pages {
             pend_a: vec![0.0; n],
             pend_d: vec![0.0; n],
             flags: vec![0; n],
+            classes: vec![class_of(0.0, 0.0, false) as u16; n],
             tier: vec![0; n],
             generation: vec![0; n],
             by_class: vec![[0.0; 2]; CLASSES * tiers],
@@ -186,7 +192,7 @@ impl Pages {
             dependent_share: 0.0,
             changed: true,
             moved_share: 0.0,
-            first_touch: BinaryHeap::new(),
+            first_touch: Vec::new(),
             tiers,
         }
     }
@@ -216,7 +222,12 @@ impl Pages {
 
     /// The indexes of the pages in `[vpn, vpn + n)` that the universe holds.
     fn span(&self, vpn: u64, n: u64) -> impl Iterator<Item = usize> + '_ {
-        (vpn..vpn + n).filter_map(|v| self.index(v))
+        let end = vpn + n;
+        let first = self.ranges.partition_point(|r| r.end <= vpn);
+        self.ranges[first..].iter().zip(&self.starts[first..]).take_while(move |(r, _)| r.start < end).flat_map(move |(r, &s)| {
+            let (lo, hi) = (vpn.max(r.start), end.min(r.end));
+            (s + (lo - r.start) as usize)..(s + (hi - r.start) as usize)
+        })
     }
 
     pub fn is_mapped(&self, i: usize) -> bool {
@@ -232,8 +243,14 @@ impl Pages {
     }
 
     /// The cost model's class of page `i` (see [`class_of`]).
+    #[inline]
     pub fn class(&self, i: usize) -> usize {
-        class_of(self.reads[i] + self.writes[i], self.bursts[i], self.flags[i] & HUGE != 0)
+        self.classes[i] as usize
+    }
+
+    /// Page `i`'s class from its rates and size, after they changed.
+    fn reclass(&mut self, i: usize) {
+        self.classes[i] = class_of(self.reads[i] + self.writes[i], self.bursts[i], self.flags[i] & HUGE != 0) as u16;
     }
 
     /// Takes page `i`'s rates out of the aggregates (`sign` −1) or puts them in (+1).
@@ -384,9 +401,18 @@ impl EpochsState {
         self.events[core].peek().map(|Reverse((at, _, _))| f64::from_bits(*at))
     }
 
-    /// The next first touch of `tenant`: the hazard clock it comes at.
-    pub fn next_first_touch(&self, tenant: u16) -> Option<f64> {
-        self.tenants[tenant as usize].first_touch.peek().map(|Reverse((at, _))| f64::from_bits(*at))
+    /// The next first touch of `tenant`: the hazard clock it comes at (pages mapped
+    /// meanwhile, by a detailed window or with a huge page, are dropped).
+    pub fn next_first_touch(&mut self, tenant: u16) -> Option<f64> {
+        let p = &mut self.tenants[tenant as usize];
+        while let Some(&(at, i)) = p.first_touch.last() {
+            if !p.is_mapped(i as usize) {
+                return Some(at);
+            }
+            p.first_touch.pop();
+            p.flags[i as usize] &= !QUEUED;
+        }
+        None
     }
 
     /// Notes that the mapping of `pages` pages from `vpn` of `tenant` changed (the
@@ -454,10 +480,12 @@ impl EpochsState {
                 p.writes[i] = 0.0;
                 p.bursts[i] = 0.0;
                 p.write_bursts[i] = 0.0;
+                p.reclass(i);
             }
         }
         // The new stretch.
         let mut queued = 0;
+        let mut new_touches: Vec<(f64, u32)> = Vec::new();
         let mut new_share = vec![0.0f64; if old_share.is_empty() { 0 } else { p.len() }];
         let n_unmapped = s.pages.iter().filter(|l| p.index(l.vpn).is_some_and(|i| !p.is_mapped(i) && p.flags[i] & QUEUED == 0)).count();
         let mut rank = 0usize;
@@ -467,6 +495,7 @@ impl EpochsState {
             p.writes[i] = (l.writes as f64 / refs) as f32;
             p.bursts[i] = (l.bursts as f64 / refs) as f32;
             p.write_bursts[i] = (l.write_bursts as f64 / refs) as f32;
+            p.reclass(i);
             p.account(i, 1.0);
             if !new_share.is_empty() {
                 new_share[i] = l.refs() as f64 / refs;
@@ -485,11 +514,34 @@ impl EpochsState {
                 };
                 rank += 1;
                 if at < h + refs {
-                    p.first_touch.push(Reverse((key(at), i as u32)));
+                    new_touches.push((at, i as u32));
                     p.flags[i] |= QUEUED;
                     queued += 1;
                 }
             }
+        }
+        if !new_touches.is_empty() {
+            // Both lists latest first; merged in one pass.
+            new_touches.sort_by(|a, b| b.0.total_cmp(&a.0));
+            let old = std::mem::take(&mut p.first_touch);
+            let (mut a, mut b) = (old.into_iter().peekable(), new_touches.into_iter().peekable());
+            let mut merged = Vec::with_capacity(a.len() + b.len());
+            loop {
+                let next = match (a.peek(), b.peek()) {
+                    (Some(x), Some(y)) => {
+                        if x.0 >= y.0 {
+                            a.next()
+                        } else {
+                            b.next()
+                        }
+                    }
+                    (Some(_), None) => a.next(),
+                    (None, Some(_)) => b.next(),
+                    (None, None) => break,
+                };
+                merged.extend(next);
+            }
+            p.first_touch = merged;
         }
         let distance = if old_share.is_empty() { 1.0 } else { 0.5 * old_share.iter().zip(&new_share).map(|(a, b)| (a - b).abs()).sum::<f64>() };
         p.instrs_per_ref = s.instrs as f64 / refs;
@@ -529,8 +581,8 @@ impl EpochsState {
     /// Takes the first touch of `tenant` due by hazard clock `h`: the page's number.
     pub fn take_first_touch(&mut self, tenant: u16, h: f64) -> Option<u64> {
         let p = &mut self.tenants[tenant as usize];
-        while let Some(&Reverse((at, i))) = p.first_touch.peek() {
-            if f64::from_bits(at) > h {
+        while let Some(&(at, i)) = p.first_touch.last() {
+            if at > h {
                 return None;
             }
             p.first_touch.pop();
@@ -650,6 +702,7 @@ impl<R: Redirect> Machine<R> {
                     p.account(i, -1.0);
                     p.flags[i] = (p.flags[i] & !(MAPPED | HUGE)) | flags;
                     p.tier[i] = tier;
+                    p.reclass(i);
                     p.account(i, 1.0);
                     if was_tier.is_some() && was_tier != p.tier_of(i) {
                         p.moved_share += (p.reads[i] + p.writes[i]) as f64;
@@ -865,7 +918,8 @@ pub struct Chunk {
     pub walk_cycles: u64,
     pub walk_references: u64,
     pub walk_memory_accesses: u64,
-    pub tiers: Vec<ChunkTier>,
+    /// Per tier (the first [`Machine`]'s tiers of [`MAX_TIERS`]).
+    pub tiers: [ChunkTier; MAX_TIERS],
     /// Cache lookups by the level that served them (the last: memory), and dirty
     /// lines each level wrote back.
     pub levels: [u64; super::sampled::MAX_LEVELS],
@@ -894,7 +948,8 @@ impl<R: Redirect> Machine<R> {
         s.walk_references += k.walk_references;
         s.walk_memory_accesses += k.walk_memory_accesses;
         let to = c.clock;
-        for (i, t) in k.tiers.iter().enumerate() {
+        let tiers = self.mem.tiers.all().len();
+        for (i, t) in k.tiers[..tiers].iter().enumerate() {
             self.mem.tiers.add_demand(TierId(i as u8), t.accesses, t.reads, t.latency_cycles, t.writebacks, t.walk_reads, t.row_hits, t.queue_cycles);
         }
         self.mem.caches.add_estimated(&k.levels);
@@ -991,7 +1046,8 @@ mod tests {
         let p = &e.tenants[0];
         assert_eq!((p.reads[0], p.writes[0], p.bursts[0], p.write_bursts[0]), (0.6, 0.2, 0.1, 0.05));
         assert_eq!((p.instrs_per_ref, p.dependent_share), (3.0, 0.1));
-        assert_eq!(p.unmapped.iter().fold([0.0; 2], |a, x| [a[0] + x[0], a[1] + x[1]]), [0.8, 0.2], "nothing mapped yet");
+        let unmapped = p.unmapped.iter().fold([0.0; 2], |a, x| [a[0] + x[0], a[1] + x[1]]);
+        assert!((unmapped[0] - 0.8).abs() < 1e-6 && (unmapped[1] - 0.2).abs() < 1e-6, "nothing mapped yet: {unmapped:?}");
         // Both are touched within the stretch (rates 0.1 and 0.2 a reference: far
         // earlier than 1000 references, with near certainty for this seed).
         let mut touched = Vec::new();

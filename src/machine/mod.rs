@@ -117,6 +117,10 @@ pub struct MachineInfo {
     pub fast_hidden: bool,
     /// The cache hierarchy's configuration (for a policy's functional model of it).
     pub caches: Vec<cache::CacheConfig>,
+    /// Whether the run reaches the papers' time scales (epochs mode): periods that a
+    /// policy would scale to a short run are run in seconds (module
+    /// `monitor::pacer`).
+    pub paper_periods: bool,
 }
 
 impl MachineInfo {
@@ -166,6 +170,8 @@ pub struct Build<S> {
     pub redirect: S,
     /// Keep shadow memory (`--verify`).
     pub verify: bool,
+    /// Epochs mode: the papers' periods are run as they are.
+    pub paper_periods: bool,
 }
 
 impl<S: Default> Build<S> {
@@ -182,6 +188,7 @@ impl<S: Default> Build<S> {
             fast_reserve: 0,
             redirect: S::default(),
             verify: false,
+            paper_periods: false,
         }
     }
 }
@@ -277,6 +284,7 @@ impl MachineInfo {
             thp: b.thp,
             caches: cfg.caches.clone(),
             fast_hidden,
+            paper_periods: b.paper_periods,
         }
     }
 }

@@ -24,15 +24,17 @@ pub enum Period {
     Seconds(f64),
     /// References (of all cores together).
     References(u64),
-    /// The run's references divided into this many periods.
-    PerRun(u32),
+    /// The run's references divided into `periods` periods, scaling a period of
+    /// `seconds` (the paper's) to a run far shorter than it. Epochs mode, which
+    /// reaches the paper's time scale, runs `seconds` instead.
+    PerRun { periods: u32, seconds: f64 },
 }
 
 impl Period {
     /// `periods_per_run` if positive, else `seconds`: the two keys policies offer.
     pub fn from_config(seconds: f64, periods_per_run: u32) -> Period {
         if periods_per_run > 0 {
-            Period::PerRun(periods_per_run)
+            Period::PerRun { periods: periods_per_run, seconds }
         } else {
             Period::Seconds(seconds)
         }
@@ -64,6 +66,9 @@ pub struct PacerReport {
 #[derive(Clone, Debug)]
 pub struct Pacer {
     period: Period,
+    /// Periods per run that were asked for and not applied (epochs mode runs the
+    /// period in seconds).
+    unscaled: Option<u32>,
     /// Cycles per period (seconds) or references per period (otherwise).
     length: u64,
     by_references: bool,
@@ -84,13 +89,17 @@ impl Pacer {
     /// A pacer for `period` on `info`'s machine; `what` names the parameter in errors.
     pub fn new(period: Period, info: &MachineInfo, what: &str) -> Result<Pacer, String> {
         let freq_hz = info.freq_ghz * 1e9;
+        let (period, unscaled) = match period {
+            Period::PerRun { periods, seconds } if info.paper_periods => (Period::Seconds(seconds), Some(periods)),
+            p => (p, None),
+        };
         let (length, by_references) = match period {
             Period::Seconds(s) if s.is_finite() && s > 0.0 => (((s * freq_hz) as u64).max(1), false),
             Period::Seconds(s) => return Err(format!("{what}: must be a positive number of seconds, got {s}")),
             Period::References(0) => return Err(format!("{what}: must be a positive number of references")),
             Period::References(n) => (n, true),
-            Period::PerRun(0) => return Err(format!("{what}: must be a positive number of periods")),
-            Period::PerRun(n) => {
+            Period::PerRun { periods: 0, .. } => return Err(format!("{what}: must be a positive number of periods")),
+            Period::PerRun { periods: n, .. } => {
                 if info.total_refs == 0 {
                     return Err(format!("{what}: periods per run need the run's length, which its sources do not know; give the period in seconds"));
                 }
@@ -98,7 +107,7 @@ impl Pacer {
             }
         };
         let first_look = if by_references { length } else { CHECK_EVERY };
-        Ok(Pacer { period, length, by_references, refs: 0, next_look: first_look, due_at: length, waiting_since: None, periods: 0, waited: 0, longest_wait: 0, freq_hz })
+        Ok(Pacer { period, unscaled, length, by_references, refs: 0, next_look: first_look, due_at: length, waiting_since: None, periods: 0, waited: 0, longest_wait: 0, freq_hz })
     }
 
     /// Counts the references of one call of `Policy::on_reference`
@@ -175,8 +184,9 @@ impl Pacer {
     /// What the pacer did, with a note when the period (`what`, e.g. "the paper's
     /// 30 s sampling period") was scaled to the run.
     pub fn report(&self, what: &str) -> PacerReport {
-        let (scaled, note) = match self.period {
-            Period::PerRun(n) => (true, Some(format!("{what} is scaled to the run: {n} periods of {} references", self.length))),
+        let (scaled, note) = match (self.period, self.unscaled) {
+            (Period::PerRun { periods: n, .. }, _) => (true, Some(format!("{what} is scaled to the run: {n} periods of {} references", self.length))),
+            (Period::Seconds(s), Some(n)) => (false, Some(format!("{what} runs at {s} s: epochs mode reaches the paper's time scale, so the {n} periods per run asked for are not applied"))),
             _ => (false, None),
         };
         PacerReport {
@@ -225,13 +235,20 @@ mod tests {
 
     #[test]
     fn periods_per_run_divide_the_references() {
-        let mut p = Pacer::new(Period::PerRun(4), &info(1000), "t").unwrap();
+        let mut p = Pacer::new(Period::PerRun { periods: 4, seconds: 30.0 }, &info(1000), "t").unwrap();
         let due: Vec<u64> = (1..=1000u64).filter(|&r| p.due(1, r * 1_000_000) && { p.start(r); true }).collect();
         assert_eq!(due, vec![250, 500, 750, 1000]);
         let r = p.report("the 30 s period");
         assert_eq!(r.note.as_deref(), Some("the 30 s period is scaled to the run: 4 periods of 250 references"));
         assert!(r.scaled_to_run);
-        assert!(Pacer::new(Period::PerRun(4), &info(0), "policy.x.periods_per_run").unwrap_err().contains("policy.x.periods_per_run"));
+        assert!(Pacer::new(Period::PerRun { periods: 4, seconds: 30.0 }, &info(0), "policy.x.periods_per_run").unwrap_err().contains("policy.x.periods_per_run"));
+        // Epochs mode runs the paper's seconds instead, and says so.
+        let mut epochs = info(1000);
+        epochs.paper_periods = true;
+        let p = Pacer::new(Period::PerRun { periods: 4, seconds: 30.0 }, &epochs, "t").unwrap();
+        let r = p.report("the 30 s period");
+        assert!(!r.scaled_to_run && r.period_s == Some(30.0));
+        assert!(r.note.unwrap().contains("4 periods per run asked for are not applied"));
     }
 
     #[test]

@@ -316,6 +316,7 @@ pub(crate) fn table_iv_info(fast_frames: u64, slow_frames: u64, slow_base: u64) 
         thp: false,
         caches: crate::machine::cache::default_hierarchy(),
         fast_hidden: false,
+        paper_periods: false,
     }
 }
 

@@ -546,26 +546,24 @@ pub(super) fn model(cfg: &WorkloadConfig, tenant: u16, cores: u64) -> Result<Box
             per_op[object][1] += q;
             per_op[object][2] += q;
             per_op[object][3] += q;
+            // The value's pieces: its first up to a 32-byte boundary, then aligned
+            // 32-byte pieces, so a page holds as many as the aligned chunks its part of
+            // the value overlaps (pieces never cross a page).
             let (start, len) = store.value(key);
-            let head = ((start / VECTOR_BYTES + 1) * VECTOR_BYTES - start).min(len);
-            let mut pieces = 1.0;
-            let count = |addr: u64, per_op: &mut Vec<[f64; 4]>| {
-                let p = page(addr);
-                per_op[p][0] += q * read;
-                per_op[p][1] += q * (1.0 - read);
-            };
-            count(start, &mut per_op);
-            let mut value_pages = vec![page(start)];
-            for (at, _) in super::program::pieces(start + head, len - head, VECTOR_BYTES) {
-                count(at, &mut per_op);
-                pieces += 1.0;
-                if *value_pages.last().expect("a first page") != page(at) {
-                    value_pages.push(page(at));
-                }
-            }
-            for p in value_pages {
+            let end = start + len;
+            let mut pieces = 0.0;
+            let mut at = start;
+            while at < end {
+                let page_end = ((at / PAGE_BYTES) + 1) * PAGE_BYTES;
+                let stop = end.min(page_end);
+                let n = (stop.div_ceil(VECTOR_BYTES) - at / VECTOR_BYTES) as f64;
+                let p = page(at);
+                per_op[p][0] += q * read * n;
+                per_op[p][1] += q * (1.0 - read) * n;
                 per_op[p][2] += q;
                 per_op[p][3] += q * (1.0 - read);
+                pieces += n;
+                at = stop;
             }
             let chained = (depth + 1) as f64;
             refs += q * (1.0 + 2.0 * chained + 2.0 + pieces);
