@@ -527,9 +527,6 @@ impl Driver {
         let tenants_n = machine.space().tenants().len();
         let mut tenants: Vec<TenantRun> = (0..tenants_n).map(|_| TenantRun { model: None, describe: String::new(), stretch: Stretch::default(), left: 0.0, stretches: 0, done: true, cores: Vec::new() }).collect();
         for s in slots {
-            if machine.is_vm(s.tenant) {
-                bail!("engine.mode = \"epochs\": tenant {} is a VM; epochs mode runs processes (run VMs detailed or sampled)", s.tenant);
-            }
             tenants[s.tenant as usize].cores.push(s.core);
         }
         for (tenant, t) in tenants.iter_mut().enumerate() {
@@ -564,7 +561,11 @@ impl Driver {
             t.model = Some(model);
             t.done = false;
         }
-        let setups: Vec<TenantSetup> = tenants.iter().map(|t| TenantSetup { universe: t.model.as_ref().map_or(Vec::new(), |m| m.universe()), cores: t.cores.clone() }).collect();
+        let setups: Vec<TenantSetup> = tenants
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TenantSetup { universe: t.model.as_ref().map_or(Vec::new(), |m| m.universe()), cores: t.cores.clone(), vm: machine.is_vm(i as u16) })
+            .collect();
         let seed = slots.first().map_or(1, |s| s.workload.seed);
         machine.start_epochs(&setups, seed);
         let mc = machine.cfg();

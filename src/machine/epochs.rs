@@ -42,7 +42,8 @@
 //! reference at which its next burst comes; the first to come is the fault. These
 //! are events the engine stops at ([`EpochsState::next_event`]).
 
-use super::page_table::{ACCESSED, DIRTY, POISONED};
+use super::page_table::{ACCESSED, DIRTY, POISONED, TRAP};
+use std::ops::ControlFlow;
 use super::{FaultEvent, FaultKind, Machine, Observer, PageRef, Redirect, TierId};
 use crate::rng::Rng;
 use crate::workload::rates::{Order, Stretch};
@@ -52,7 +53,7 @@ use std::ops::Range;
 
 /// The page is mapped.
 const MAPPED: u8 = 1;
-/// Mapped by a huge page.
+/// Translated by a huge TLB entry (a huge page; in a VM, huge in both dimensions).
 const HUGE: u8 = 2;
 /// When its Accessed (Dirty) bit was last cleared without a flush, some core still
 /// cached the translation.
@@ -96,6 +97,18 @@ pub fn class_parts(class: usize) -> (usize, usize, usize) {
     (rest / DENSITY_BUCKETS, rest % DENSITY_BUCKETS, bucket)
 }
 
+/// The chance that a burst at rate `beta` misses a TLB of characteristic time `t`:
+/// the translation was evicted since the page's last burst, `exp(−β T)` (1 for a page
+/// with no bursts; 0 when everything fits, `T` infinite).
+#[inline]
+fn misses(beta: f64, t: f64) -> f64 {
+    if beta <= 0.0 {
+        1.0
+    } else {
+        (-beta * t).exp()
+    }
+}
+
 /// A heap key from a non-negative reference count.
 #[inline]
 fn key(x: f64) -> u64 {
@@ -109,6 +122,10 @@ pub struct TenantSetup {
     pub universe: Vec<Range<u64>>,
     /// The cores that run the tenant.
     pub cores: Vec<usize>,
+    /// Whether the tenant is a VM: its statement names guest-virtual pages, its
+    /// managed table (the EPT) guest-physical ones, which the guest maps on first
+    /// touch.
+    pub vm: bool,
 }
 
 /// One tenant's pages.
@@ -144,8 +161,10 @@ pub struct Pages {
     /// Where the tenant's last first touch placed its page.
     pub placing: TierId,
     /// Characteristic times of the TLBs for base and huge translations, in references
-    /// of one core.
+    /// of one core; and the pages mapped or remapped since they were computed (they
+    /// are computed again once that is a sixty-fourth of the pages).
     pub tlb_time: [f64; 2],
+    remapped: usize,
     /// The current stretch's instructions and dependent loads per reference.
     pub instrs_per_ref: f64,
     pub dependent_share: f64,
@@ -158,6 +177,24 @@ pub struct Pages {
     /// and the page, latest first (the next is last).
     first_touch: Vec<(f64, u32)>,
     tiers: usize,
+    /// A VM's guest mapping: each page's guest-physical page, and each guest-physical
+    /// page's page ([`NONE`] where there is none); and the lazy state of the guest
+    /// page table's Accessed and Dirty bits (one clock for both: a guest scan clears
+    /// them together).
+    guest: Option<Guest>,
+}
+
+/// No page.
+const NONE: u32 = u32::MAX;
+
+/// A VM tenant's guest side (see [`Pages`]).
+#[derive(Debug, Default)]
+struct Guest {
+    gpfn: Vec<u32>,
+    page: Vec<u32>,
+    since: Vec<f64>,
+    pend_a: Vec<f32>,
+    pend_d: Vec<f32>,
 }
 
 impl Pages {
@@ -188,12 +225,45 @@ impl Pages {
             unmapped: vec![[0.0; 2]; CLASSES],
             placing: TierId::FAST,
             tlb_time: [0.0; 2],
+            remapped: 0,
             instrs_per_ref: 0.0,
             dependent_share: 0.0,
             changed: true,
             moved_share: 0.0,
             first_touch: Vec::new(),
             tiers,
+            guest: s.vm.then(|| Guest { gpfn: vec![NONE; n], page: Vec::new(), since: vec![0.0; n], pend_a: vec![0.0; n], pend_d: vec![0.0; n] }),
+        }
+    }
+
+    /// The managed-space page (virtual for a process, guest-physical for a VM) of page
+    /// `i`, if it has one yet.
+    pub fn managed(&self, i: usize) -> Option<u64> {
+        match &self.guest {
+            None => Some(self.vpn(i)),
+            Some(g) => (g.gpfn[i] != NONE).then(|| g.gpfn[i] as u64),
+        }
+    }
+
+    /// The pages whose managed-space page is in `[first, first + n)`.
+    fn indexes(&self, first: u64, n: u64) -> Vec<usize> {
+        match &self.guest {
+            None => self.span(first, n).collect(),
+            Some(g) => {
+                let end = (first.saturating_add(n)).min(g.page.len() as u64);
+                (first.min(end)..end).filter_map(|m| Some(g.page[m as usize]).filter(|&i| i != NONE)).map(|i| i as usize).collect()
+            }
+        }
+    }
+
+    /// Notes that the guest mapped page `i` at guest-physical page `gpfn`.
+    fn note_guest(&mut self, i: usize, gpfn: u64) {
+        if let Some(g) = &mut self.guest {
+            g.gpfn[i] = gpfn as u32;
+            if g.page.len() <= gpfn as usize {
+                g.page.resize(gpfn as usize + 1, NONE);
+            }
+            g.page[gpfn as usize] = i as u32;
         }
     }
 
@@ -271,7 +341,7 @@ impl Pages {
         let sticky = |flag: u8, rate: f32| {
             let rate = rate as f64;
             if self.flags[i] & flag != 0 {
-                rate * (-rate * self.tlb_time[(self.flags[i] & HUGE != 0) as usize]).exp()
+                rate * misses(rate, self.tlb_time[(self.flags[i] & HUGE != 0) as usize])
             } else {
                 rate
             }
@@ -279,6 +349,40 @@ impl Pages {
         let a = self.pend_a[i] as f64 + sticky(STICKY_A, self.bursts[i]) * (h - self.since_a[i]).max(0.0);
         let d = self.pend_d[i] as f64 + sticky(STICKY_D, self.write_bursts[i]) * (h - self.since_d[i]).max(0.0);
         (a, d)
+    }
+
+    /// The TLBs' characteristic times for the pages as they are mapped now (with
+    /// `entries` translations per core for base and huge pages): the rates in powers
+    /// of two, base pages and huge regions apart, mapped pages only (a page not
+    /// mapped has no translation to keep).
+    fn reach(&mut self, entries: [f64; 2]) {
+        let mut groups = [vec![(0.0, 0.0); 64], vec![(0.0, 0.0); 64]];
+        let add = |g: &mut Vec<(f64, f64)>, rate: f64| {
+            if rate > 0.0 {
+                let k = (-rate.log2()).clamp(0.0, 63.0) as usize;
+                g[k].0 += 1.0;
+                g[k].1 += rate;
+            }
+        };
+        let mut region = (u64::MAX, 0.0);
+        for i in 0..self.len() {
+            let Some(m) = self.managed(i).filter(|_| self.is_mapped(i)) else { continue };
+            let b = self.bursts[i] as f64;
+            if self.flags[i] & HUGE != 0 {
+                if m / 512 != region.0 {
+                    add(&mut groups[1], region.1);
+                    region = (m / 512, 0.0);
+                }
+                region.1 += b;
+            } else {
+                add(&mut groups[0], b);
+            }
+        }
+        add(&mut groups[1], region.1);
+        for k in 0..2 {
+            self.tlb_time[k] = EpochsState::characteristic_time(&groups[k], entries[k]);
+        }
+        self.remapped = 0;
     }
 
     /// Restarts page `i`'s hazards at `h` (its bits were just settled).
@@ -329,12 +433,16 @@ pub struct EpochsCounts {
     pub settled: u64,
     pub accessed_drawn: u64,
     pub dirty_drawn: u64,
-    /// Faults drawn on poisoned pages, and first touches.
+    /// Faults drawn on poisoned pages, accesses to moving pages, and first touches.
     pub faults: u64,
+    pub traps: u64,
     pub first_touches: u64,
     /// Clears of Accessed bits without a flush that found the translation cached.
     pub sticky_clears: u64,
     pub clears_without_flush: u64,
+    /// Guest page-table entries settled (VMs), and of them found accessed.
+    pub guest_settled: u64,
+    pub guest_accessed_drawn: u64,
 }
 
 /// Epochs mode's state of the machine: see the module documentation.
@@ -351,6 +459,9 @@ pub struct EpochsState {
     rng: Rng,
     /// TLB entries per core for base and huge translations.
     tlb_entries: [f64; 2],
+    /// When each guest page-table page of a VM (tenant, guest-physical page) was last
+    /// looked at for PML.
+    guest_tables: std::collections::HashMap<(u16, u64), f64>,
     pub counts: EpochsCounts,
 }
 
@@ -372,6 +483,7 @@ impl EpochsState {
             dropped: Vec::new(),
             rng: Rng::new(seed ^ 0x4550_4f43_4853),
             tlb_entries: [tlb_entries[0] as f64, tlb_entries[1] as f64],
+            guest_tables: std::collections::HashMap::new(),
             counts: EpochsCounts::default(),
         }
     }
@@ -475,6 +587,13 @@ impl EpochsState {
                 p.pend_d[i] = d as f32;
                 p.since_a[i] = h;
                 p.since_d[i] = h;
+                let (bursts, write_bursts) = (p.bursts[i] as f64, p.write_bursts[i] as f64);
+                if let Some(g) = &mut p.guest {
+                    let dt = (h - g.since[i]).max(0.0);
+                    g.pend_a[i] += (bursts * dt) as f32;
+                    g.pend_d[i] += (write_bursts * dt) as f32;
+                    g.since[i] = h;
+                }
                 p.account(i, -1.0);
                 p.reads[i] = 0.0;
                 p.writes[i] = 0.0;
@@ -546,34 +665,7 @@ impl EpochsState {
         let distance = if old_share.is_empty() { 1.0 } else { 0.5 * old_share.iter().zip(&new_share).map(|(a, b)| (a - b).abs()).sum::<f64>() };
         p.instrs_per_ref = s.instrs as f64 / refs;
         p.dependent_share = s.dependent as f64 / refs;
-        // The TLBs' reach: rates in powers of two, base pages and huge regions apart.
-        let mut groups = [vec![(0.0, 0.0); 64], vec![(0.0, 0.0); 64]];
-        let mut region = (u64::MAX, 0.0);
-        let add = |g: &mut Vec<(f64, f64)>, rate: f64| {
-            if rate > 0.0 {
-                let k = (-rate.log2()).clamp(0.0, 63.0) as usize;
-                g[k].0 += 1.0;
-                g[k].1 += rate;
-            }
-        };
-        let huge_pages = 512;
-        for i in 0..p.len() {
-            let b = p.bursts[i] as f64;
-            if p.flags[i] & HUGE != 0 {
-                let r = p.vpn(i) / huge_pages;
-                if r != region.0 {
-                    add(&mut groups[1], region.1);
-                    region = (r, 0.0);
-                }
-                region.1 += b;
-            } else {
-                add(&mut groups[0], b);
-            }
-        }
-        add(&mut groups[1], region.1);
-        for k in 0..2 {
-            p.tlb_time[k] = Self::characteristic_time(&groups[k], self.tlb_entries[k]);
-        }
+        p.reach(self.tlb_entries);
         p.changed = true;
         Switch { distance, queued }
     }
@@ -603,18 +695,16 @@ impl EpochsState {
         p.generation[i] = p.generation[i].wrapping_add(1);
         let g = p.generation[i];
         let huge = p.flags[i] & HUGE != 0;
-        let beta = if huge {
-            let first = p.vpn(i) & !511;
-            p.span(first, 512).map(|j| p.bursts[j] as f64).sum::<f64>()
-        } else {
-            p.bursts[i] as f64
+        let beta = match p.managed(i) {
+            Some(m) if huge => p.indexes(m & !511, 512).iter().map(|&j| p.bursts[j] as f64).sum::<f64>(),
+            _ => p.bursts[i] as f64,
         };
         if beta <= 0.0 {
             return;
         }
         let t = p.tlb_time[huge as usize];
         for &c in &p.cores {
-            let rate = if cached_on == Some(c) { beta * (-beta * t).exp() } else { beta };
+            let rate = if cached_on == Some(c) { beta * misses(beta, t) } else { beta };
             if rate <= 0.0 || !rate.is_finite() {
                 continue;
             }
@@ -687,11 +777,14 @@ impl<R: Redirect> Machine<R> {
         let Some(mut e) = self.epochs.take() else { return };
         for (tenant, vpn, n) in std::mem::take(&mut e.log) {
             let p = &mut e.tenants[tenant as usize];
-            let idx: Vec<usize> = p.span(vpn, n).collect();
-            for i in idx {
-                let vpn = p.vpn(i);
+            for i in p.indexes(vpn, n) {
+                let Some(vpn) = p.managed(i) else { continue };
+                // A VM's translation is huge when both the guest's and the EPT's
+                // mappings are.
+                let guest_huge = p.guest.is_none()
+                    || self.space.tenants()[tenant as usize].guest.as_ref().and_then(|g| g.table.walk(p.vpn(i) << 12, None)).is_some_and(|l| l.huge);
                 let (flags, tier) = match self.space.mapped(PageRef::new(tenant, vpn << 12)) {
-                    Ok(m) => (MAPPED | if m.huge { HUGE } else { 0 }, self.space.tier_of(m.pfn() + if m.huge { vpn - (m.addr >> 12) } else { 0 }).0),
+                    Ok(m) => (MAPPED | if m.huge && guest_huge { HUGE } else { 0 }, self.space.tier_of(m.pfn() + if m.huge { vpn - (m.addr >> 12) } else { 0 }).0),
                     Err(_) => (0, 0),
                 };
                 let was_tier = p.tier_of(i);
@@ -704,20 +797,26 @@ impl<R: Redirect> Machine<R> {
                     p.tier[i] = tier;
                     p.reclass(i);
                     p.account(i, 1.0);
+                    p.remapped += 1;
                     if was_tier.is_some() && was_tier != p.tier_of(i) {
                         p.moved_share += (p.reads[i] + p.writes[i]) as f64;
                     }
                 }
             }
+            if p.remapped > p.len() / 64 {
+                p.reach(e.tlb_entries);
+            }
         }
         for (tenant, vpn, n) in std::mem::take(&mut e.dropped) {
-            let idx: Vec<usize> = e.tenants[tenant as usize].span(vpn, n).collect();
+            let idx = e.tenants[tenant as usize].indexes(vpn, n);
             for i in idx {
                 let p = &mut e.tenants[tenant as usize];
                 p.flags[i] &= !(STICKY_A | STICKY_D);
-                let vpn = p.vpn(i);
-                let poisoned = self.space.mapped(PageRef::new(tenant, vpn << 12)).is_ok_and(|m| m.entry & POISONED != 0);
-                if poisoned {
+                let Some(vpn) = p.managed(i) else { continue };
+                // A poisoned page, or one whose move has it trap, is met again at its
+                // next TLB miss.
+                let trapping = self.space.mapped(PageRef::new(tenant, vpn << 12)).is_ok_and(|m| m.entry & (POISONED | TRAP) != 0);
+                if trapping {
                     e.schedule(tenant, i, None);
                 } else {
                     e.cancel(tenant, i);
@@ -743,7 +842,7 @@ impl<R: Redirect> Machine<R> {
         // Hazards of the Accessed bit, and of the Dirty bit within the Accessed bit's
         // window and before it (a Dirty bit cleared earlier than the Accessed bit).
         let (mut ha, mut hd_within, mut hd_before) = (0.0, 0.0, 0.0);
-        let idx: Vec<usize> = p.span(first, n).collect();
+        let idx = p.indexes(first, n);
         for &i in &idx {
             let (a, d) = p.hazards(i, h);
             ha += a;
@@ -789,6 +888,120 @@ impl<R: Redirect> Machine<R> {
         }
         let en = self.space.entry_mut(tenant, slot);
         *en |= set;
+        let entry = *en;
+        // A VM's EPT Dirty bit set while PML is on is logged, on the VM's vCPU.
+        if set & DIRTY != 0 && self.vmx.pml_on(tenant) {
+            if let Some(&core) = self.epochs.as_deref().and_then(|e| e.tenants[tenant as usize].cores.first()) {
+                self.pml_log(core, tenant, addr & !((n << 12) - 1));
+            }
+        }
+        entry
+    }
+
+    /// With PML on, the guest page-table pages of VM `tenant` whose entries the MMU
+    /// walked since the last look are logged: a walk reads the guest entry, which
+    /// PML counts as a write of its page (module `vmx`). A walk comes with a burst
+    /// that misses the TLB, so a guest page-table page is logged with the chance that
+    /// one of the pages it maps was come back to after its translation left the TLB:
+    /// `1 − exp(−Σ β exp(−β T) ΔH)`.
+    pub(crate) fn epochs_log_guest_tables(&mut self, tenant: u16, at: u64) {
+        if !self.vmx.pml_on(tenant) {
+            return;
+        }
+        let Some(e) = self.epochs.as_deref_mut() else { return };
+        if e.tenants.get(tenant as usize).is_none_or(|p| p.is_empty()) {
+            return;
+        }
+        let h = e.hazard(tenant, at);
+        // The guest's leaves by the page-table page that holds them.
+        let mut nodes: Vec<(u64, Vec<(u64, bool)>)> = Vec::new();
+        let guest = &self.space.tenants()[tenant as usize].guest.as_ref().expect("VM tenant").table;
+        guest.for_each_leaf(0, u64::MAX, &mut |l| {
+            let node = guest.entry_paddr(l.slot & !511) >> 12;
+            if nodes.last().is_none_or(|n| n.0 != node) {
+                nodes.push((node, Vec::new()));
+            }
+            nodes.last_mut().expect("a node").1.push((l.addr >> 12, l.huge));
+            ControlFlow::Continue(())
+        });
+        let Some(&core) = e.tenants[tenant as usize].cores.first() else { return };
+        let mut logged = Vec::new();
+        for (node, leaves) in nodes {
+            let p = &e.tenants[tenant as usize];
+            let mut rate = 0.0;
+            for (gvpn, huge) in leaves {
+                let n = if huge { 512 } else { 1 };
+                // Translations are huge only where both dimensions are.
+                let (mut region, mut small) = (0.0, 0.0);
+                for i in p.span(gvpn, n) {
+                    let beta = p.bursts[i] as f64;
+                    if p.is_huge(i) {
+                        region += beta;
+                    } else {
+                        small += beta * misses(beta, p.tlb_time[0]);
+                    }
+                }
+                rate += small + region * misses(region, p.tlb_time[1]);
+            }
+            let since = e.guest_tables.insert((tenant, node), h).unwrap_or(0.0);
+            let hazard = rate * (h - since).max(0.0);
+
+
+            if hazard > 0.0 && e.rng.unit() < 1.0 - (-hazard).exp() {
+                logged.push(node);
+            }
+        }
+        for node in logged {
+            self.pml_log(core, tenant, node << 12);
+        }
+    }
+
+    /// Settles every mapped page of `tenant` (PML logs every Dirty bit drawn, so its
+    /// log is read after this).
+    pub(crate) fn epochs_settle_tenant(&mut self, tenant: u16, at: u64) {
+        if self.epochs.is_none() {
+            return;
+        }
+        let mut leaves = Vec::new();
+        self.space.visit_slots(tenant, 0, u64::MAX, &mut |p, slot| {
+            leaves.push((p.addr, p.huge, slot));
+            ControlFlow::Continue(())
+        });
+        for (addr, huge, slot) in leaves {
+            self.epochs_settle(tenant, addr, huge, slot, at);
+        }
+    }
+
+    /// Settles the Accessed and Dirty bits of the guest page-table entry at `slot`
+    /// of VM `tenant`, which maps guest-physical page `gpfn` (huge when `huge`), at
+    /// cycle `at`, as [`Machine::epochs_settle`] does the managed table's. Returns the
+    /// entry.
+    pub(crate) fn epochs_settle_guest(&mut self, tenant: u16, gpfn: u64, huge: bool, slot: usize, at: u64) -> u64 {
+        let entry = self.space.tenants()[tenant as usize].guest.as_ref().expect("VM tenant").table.entry(slot);
+        let Some(e) = self.epochs.as_deref_mut() else { return entry };
+        let h = e.hazard(tenant, at);
+        let p = &mut e.tenants[tenant as usize];
+        let (first, n) = if huge { (gpfn & !511, 512) } else { (gpfn, 1) };
+        let idx = p.indexes(first, n);
+        let (mut ha, mut hd) = (0.0, 0.0);
+        let (bursts, write_bursts) = (&p.bursts, &p.write_bursts);
+        let Some(g) = &mut p.guest else { return entry };
+        for &i in &idx {
+            let dt = (h - g.since[i]).max(0.0);
+            ha += g.pend_a[i] as f64 + bursts[i] as f64 * dt;
+            hd += g.pend_d[i] as f64 + write_bursts[i] as f64 * dt;
+            g.since[i] = h;
+            g.pend_a[i] = 0.0;
+            g.pend_d[i] = 0.0;
+        }
+        let p_accessed = 1.0 - (-ha).exp();
+        let accessed = entry & ACCESSED == 0 && ha > 0.0 && e.rng.unit() < p_accessed;
+        let dirty = entry & DIRTY == 0 && if entry & ACCESSED != 0 { hd > 0.0 && e.rng.unit() < 1.0 - (-hd).exp() } else { accessed && e.rng.unit() < (1.0 - (-hd).exp()) / p_accessed.max(1e-300) };
+        let set = if accessed { ACCESSED } else { 0 } | if dirty { DIRTY } else { 0 };
+        e.counts.guest_settled += 1;
+        e.counts.guest_accessed_drawn += accessed as u64;
+        let en = self.space.tenant_mut(tenant).guest.as_mut().expect("VM tenant").table.entry_mut(slot);
+        *en |= set;
         *en
     }
 
@@ -814,12 +1027,12 @@ impl<R: Redirect> Machine<R> {
         }
         let p = &e.tenants[tenant as usize];
         let (first, n) = if huge { ((addr >> 12) & !511, 512) } else { (addr >> 12, 1) };
-        let idx: Vec<usize> = p.span(first, n).collect();
+        let idx = p.indexes(first, n);
         let beta: f64 = idx.iter().map(|&i| p.bursts[i] as f64).sum();
         let t = p.tlb_time[huge as usize];
         let cores = p.cores.len() as i32;
         // Cached on some core: 1 − (not cached on any).
-        let cached = 1.0 - (-beta * t).exp().powi(cores);
+        let cached = 1.0 - misses(beta, t).powi(cores);
         e.counts.clears_without_flush += 1;
         if e.rng.unit() < cached {
             e.counts.sticky_clears += 1;
@@ -839,18 +1052,27 @@ impl<R: Redirect> Machine<R> {
         let tenant = e.clocks[core].tenant;
         let Some(i) = e.take_event(core, refs) else { return false };
         let p = &e.tenants[tenant as usize];
-        let vpn = p.vpn(i);
         let store = {
             let b = p.bursts[i].max(1e-30);
             e.rng.unit() < (p.write_bursts[i] / b) as f64
         };
-        let Ok(m) = self.space.mapped(PageRef::new(tenant, vpn << 12)) else {
+        let Some(m) = p.managed(i).and_then(|vpn| self.space.mapped(PageRef::new(tenant, vpn << 12)).ok()) else {
             e.cancel(tenant, i);
             return false;
         };
         if m.entry & POISONED == 0 {
-            e.cancel(tenant, i);
-            return false;
+            if m.entry & TRAP == 0 {
+                e.cancel(tenant, i);
+                return false;
+            }
+            // A page that is moving (or whose move left its entry to fill): the access
+            // waits for the move's end and takes its exits; a read of a write-protected
+            // page goes on, and the next miss comes back.
+            e.counts.traps += 1;
+            e.schedule(tenant, i, Some(core));
+            let clean = self.spring_trap(core, tenant, m.addr, m.huge, store);
+            *self.space.entry_mut(tenant, m.slot) |= ACCESSED | if store && !clean { DIRTY } else { 0 };
+            return true;
         }
         e.counts.faults += 1;
         e.schedule(tenant, i, Some(core));
@@ -871,10 +1093,35 @@ impl<R: Redirect> Machine<R> {
     /// cost, the observer told), as the first reference to it would. Returns false
     /// when memory is full (the machine's error is set).
     pub fn epochs_first_touch<O: Observer>(&mut self, core: usize, tenant: u16, vpn: u64, obs: &mut O) -> bool {
-        if self.space.mapped(PageRef::new(tenant, vpn << 12)).is_ok() {
+        // A VM's guest maps the page first (linearly in guest-physical space), then
+        // the EPT the guest-physical page.
+        let managed = if self.is_vm(tenant) {
+            let gva = vpn << 12;
+            let walk = |m: &Self| m.space.tenants()[tenant as usize].guest.as_ref().expect("VM tenant").table.walk(gva, None);
+            if walk(self).is_none() {
+                self.space.guest_first_touch(tenant, gva);
+            }
+            let leaf = walk(self).expect("just mapped by the guest");
+            let guest = &self.space.tenants()[tenant as usize].guest.as_ref().expect("VM tenant").table;
+            let (g0, huge) = (guest.entry(leaf.slot) >> 12, leaf.huge);
+            let (first, n) = if huge { (vpn & !511, 512) } else { (vpn, 1) };
+            if let Some(e) = self.epochs.as_deref_mut() {
+                let p = &mut e.tenants[tenant as usize];
+                for i in p.span(first, n).collect::<Vec<_>>() {
+                    let v = p.vpn(i);
+                    p.note_guest(i, g0 + (v - first));
+                }
+            }
+            (g0 + (vpn - first)) << 12
+        } else {
+            vpn << 12
+        };
+        if self.space.mapped(PageRef::new(tenant, managed)).is_ok() {
+            // (The guest's new page may lie in an EPT page mapped already.)
+            self.epochs_log(tenant, managed, 4096);
             return true;
         }
-        match self.first_touch(core, tenant, vpn << 12, obs) {
+        match self.first_touch(core, tenant, managed, obs) {
             Some(cycles) => {
                 self.cores[core].clock += cycles;
                 self.cores[core].stats.translation_cycles += cycles;
@@ -975,12 +1222,12 @@ mod tests {
     use super::*;
 
     fn pages(n: u64) -> Pages {
-        Pages::new(&TenantSetup { universe: vec![10..10 + n], cores: vec![0] }, 2)
+        Pages::new(&TenantSetup { universe: vec![10..10 + n], cores: vec![0], vm: false }, 2)
     }
 
     #[test]
     fn pages_are_indexed_across_ranges() {
-        let p = Pages::new(&TenantSetup { universe: vec![10..13, 100..102], cores: vec![0] }, 2);
+        let p = Pages::new(&TenantSetup { universe: vec![10..13, 100..102], cores: vec![0], vm: false }, 2);
         assert_eq!(p.len(), 5);
         assert_eq!((p.index(9), p.index(10), p.index(12), p.index(13), p.index(100), p.index(101), p.index(102)), (None, Some(0), Some(2), None, Some(3), Some(4), None));
         assert_eq!((0..5).map(|i| p.vpn(i)).collect::<Vec<_>>(), [10, 11, 12, 100, 101]);
@@ -1003,7 +1250,7 @@ mod tests {
     /// 1000, and 1500 at cycle 3000 at the same pace.
     #[test]
     fn the_hazard_clock_interpolates_and_extrapolates() {
-        let mut e = EpochsState::new(&[TenantSetup { universe: vec![0..4], cores: vec![0, 1] }], 2, 2, 1, [64, 32]);
+        let mut e = EpochsState::new(&[TenantSetup { universe: vec![0..4], cores: vec![0, 1], vm: false }], 2, 2, 1, [64, 32]);
         e.advanced(0, 0, 2000, 1000.0);
         assert_eq!(e.hazard(0, 1000), 500.0);
         assert_eq!(e.hazard(0, 3000), 1500.0);
@@ -1029,7 +1276,7 @@ mod tests {
     /// for the page referenced (the other is not: its rate is 0).
     #[test]
     fn a_switch_sets_rates_and_queues_first_touches() {
-        let mut e = EpochsState::new(&[TenantSetup { universe: vec![10..13], cores: vec![0] }], 1, 2, 7, [64, 32]);
+        let mut e = EpochsState::new(&[TenantSetup { universe: vec![10..13], cores: vec![0], vm: false }], 1, 2, 7, [64, 32]);
         let s = Stretch {
             refs: 1000,
             instrs: 3000,

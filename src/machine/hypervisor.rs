@@ -221,6 +221,7 @@ impl<R: Redirect> Machine<R> {
     /// Flushes every translation of VM `tenant` on every core; each other core that
     /// held one takes a `TlbFlush` exit; the initiator pays one shootdown.
     pub(crate) fn vm_flush(&mut self, x: &mut Exec, tenant: u16) {
+        self.epochs_dropped(tenant, 0, u64::MAX >> 1);
         for core in 0..self.cores.len() {
             let held = self.cores[core].tlb.flush_tenant(tenant);
             if held && x.foreground != Some(core) {
@@ -276,6 +277,8 @@ impl<R: Redirect> Machine<R> {
                 }
                 seen += 1;
                 self.cpu(x, per_pte);
+                // (Epochs mode draws the bits the references since the last look set.)
+                let e = if self.epochs.is_some() { self.epochs_settle_guest(tenant, e >> 12, e & HUGE != 0, slot, x.at) } else { e };
                 let gpa = (e >> 12) << 12;
                 let page = self.space.tenants()[tenant as usize].table.page_number(gpa);
                 let entry = GptEntry { page, gpa, huge: e & HUGE != 0, accessed: e & super::page_table::ACCESSED != 0, dirty: e & DIRTY != 0 };
@@ -298,6 +301,7 @@ impl<R: Redirect> Machine<R> {
             return Err(MechError::NotVm { tenant });
         }
         let m = self.space.mapped(PageRef::new(tenant, gpa))?;
+        self.epochs_settle(tenant, m.addr, m.huge, m.slot, x.at);
         let e = self.space.entry_mut(tenant, m.slot);
         let was = *e & DIRTY != 0;
         if *e & COPYING == 0 {
@@ -523,7 +527,7 @@ impl<R: Redirect> Machine<R> {
             let dirty = same && {
                 // The entry is read for its Dirty bit (and written if the page moves).
                 self.pte_access(x, p.page.tenant, p.slot, false);
-                *self.space.entry_mut(p.page.tenant, p.slot) & DIRTY != 0
+                self.epochs_settle(p.page.tenant, p.page.addr, p.huge, p.slot, x.at) & DIRTY != 0
             };
             if !same || (dirty && check) {
                 self.space.release(to, p.frames);
@@ -594,7 +598,7 @@ impl<R: Redirect> Machine<R> {
         for &(p, to) in &live {
             // The PML log since the dirty bits were cleared names the pages written
             // during the copy (their EPT dirty bit says the same): copy them again.
-            if *self.space.entry_mut(p.page.tenant, p.slot) & DIRTY != 0 {
+            if self.epochs_settle(p.page.tenant, p.page.addr, p.huge, p.slot, x.at) & DIRTY != 0 {
                 self.flush(x, p.from, p.frames);
                 self.batch_copy(x, p.from, to, p.frames, true);
                 self.hyper.stats.pml_recopied += 1;

@@ -313,6 +313,10 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
     /// last call, in log order with repeats. Entries still in a vCPU's buffer are
     /// collected by kicking that vCPU: one VM exit on its core, paid there.
     pub fn take_pml_log(&mut self, tenant: u16) -> Vec<u64> {
+        // (Epochs mode first draws the Dirty bits set since the last look.)
+        let at = self.now();
+        self.m.epochs_settle_tenant(tenant, at);
+        self.m.epochs_log_guest_tables(tenant, at);
         for core in self.m.vmx.cores_holding(tenant) {
             self.m.vm_exit(core, crate::machine::vmx::ExitCause::Kick);
         }

@@ -43,7 +43,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("footprint", "the workload's footprint, e.g. 1GiB"),
     ("refs", "references to simulate"),
     ("seed", "the random seed"),
-    ("mode", "detailed or sampled"),
+    ("mode", "detailed, sampled or epochs"),
     ("tenant_kind", "process or vm: the kind of tenant the single workload runs in"),
     ("mix", "one workload per core, e.g. \"gups,zipf\""),
     ("tenants", "one tenant per core, e.g. \"vm:kv:25%,vm:stream:25%\""),

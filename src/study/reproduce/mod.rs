@@ -7,6 +7,7 @@
 //! reads the finished runs ([`Results`]) into [`Row`]s. Add a paper by writing its
 //! file and adding it to [`PAPERS`].
 
+mod epochs;
 mod hmm_v;
 mod hmm_v_baselines;
 mod linux;
@@ -38,7 +39,7 @@ pub struct Paper {
 }
 
 /// Every paper `reproduce` knows.
-pub const PAPERS: &[&Paper] = &[&thermostat::PAPER, &memos::PAPER, &rainbow::PAPER, &spar::PAPER, &hmm_v::PAPER, &hmm_v_baselines::PAPER, &linux::PAPER, &sampled::PAPER];
+pub const PAPERS: &[&Paper] = &[&thermostat::PAPER, &memos::PAPER, &rainbow::PAPER, &spar::PAPER, &hmm_v::PAPER, &hmm_v_baselines::PAPER, &linux::PAPER, &sampled::PAPER, &epochs::PAPER];
 
 /// The paper named `name`; the error lists the known ones.
 pub fn paper(name: &str) -> Result<&'static Paper> {
