@@ -844,6 +844,8 @@ impl Driver {
             r.level_writebacks[l] = a * cost.level_writebacks[l];
         }
         r.instructions = p.instrs_per_ref;
+        // Each class's share of loads reaching memory, for PEBS-like samples.
+        p.set_load_misses((0..CLASSES).map(|c| fits[2 * c].memory as f32).collect());
         self.cores[core].per_ref = Some(r);
         r
     }
@@ -986,7 +988,12 @@ impl Driver {
             }
         }
         let vpn = self.cores[core].last_vpn;
+        // The chunk's events for PEBS-like sampling, while the hook runs.
+        let slow: u64 = k.tiers[1..tiers].iter().map(|t| t.reads).sum();
+        let e = machine.epochs_mut().expect("epochs state");
+        e.chunk_events[core] = Some([k.tiers[0].reads, slow, k.writes]);
         policy.on_reference(&rep(vpn), &RefOutcome::default(), &mut Mechanisms::on_core_for(machine, rt, core, n));
+        machine.epochs_mut().expect("epochs state").chunk_events[core] = None;
         let done = self.cores[core].left == 0 || (self.tenants[tenant as usize].done && self.tenants[tenant as usize].left <= 0.0);
         Ok((n, done))
     }

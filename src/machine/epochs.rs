@@ -182,10 +182,64 @@ pub struct Pages {
     /// page table's Accessed and Dirty bits (one clock for both: a guest scan clears
     /// them together).
     guest: Option<Guest>,
+    /// For PEBS-like samples: each class's share of loads that miss every cache (set
+    /// by the engine from the cost model), and draws of pages by their loads that
+    /// miss and by their stores (built when first needed after a change).
+    pub load_misses: Vec<f32>,
+    samplers: Option<[Option<Alias>; 2]>,
 }
 
 /// No page.
 const NONE: u32 = u32::MAX;
+
+/// Walker's alias method: draws index `i` with probability `wᵢ / Σ w` in O(1), after
+/// an O(n) build (A. J. Walker, "An efficient method for generating discrete random
+/// variables with general distributions", ACM TOMS 3(3), 1977).
+#[derive(Clone, Debug, Default)]
+pub struct Alias {
+    keep: Vec<f64>,
+    other: Vec<u32>,
+}
+
+impl Alias {
+    /// The table for weights `w` (none when they sum to 0).
+    pub fn new(w: &[f64]) -> Option<Alias> {
+        let n = w.len();
+        let total: f64 = w.iter().sum();
+        if n == 0 || total <= 0.0 || !total.is_finite() {
+            return None;
+        }
+        let mut keep: Vec<f64> = w.iter().map(|x| x * n as f64 / total).collect();
+        let mut other: Vec<u32> = (0..n as u32).collect();
+        let (mut small, mut large): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| keep[i] < 1.0);
+        while let (Some(s), Some(&l)) = (small.pop(), large.last()) {
+            other[s] = l as u32;
+            keep[l] -= 1.0 - keep[s];
+            if keep[l] < 1.0 {
+                large.pop();
+                small.push(l);
+            }
+        }
+        for i in large.into_iter().chain(small) {
+            keep[i] = 1.0;
+        }
+        Some(Alias { keep, other })
+    }
+
+    /// An index drawn from the weights.
+    pub fn draw(&self, rng: &mut Rng) -> usize {
+        let i = rng.below(self.keep.len() as u64) as usize;
+        if rng.unit() < self.keep[i] {
+            i
+        } else {
+            self.other[i] as usize
+        }
+    }
+}
+
+/// What PEBS-like counters count, by kind: loads served by the fast tier, loads
+/// served by a slower tier, stores (HeMem's three counters).
+pub const SAMPLED_EVENTS: usize = 3;
 
 /// A VM tenant's guest side (see [`Pages`]).
 #[derive(Debug, Default)]
@@ -233,6 +287,16 @@ impl Pages {
             first_touch: Vec::new(),
             tiers,
             guest: s.vm.then(|| Guest { gpfn: vec![NONE; n], page: Vec::new(), since: vec![0.0; n], pend_a: vec![0.0; n], pend_d: vec![0.0; n] }),
+            load_misses: Vec::new(),
+            samplers: None,
+        }
+    }
+
+    /// Sets each class's share of loads that miss every cache; the samplers follow.
+    pub fn set_load_misses(&mut self, shares: Vec<f32>) {
+        if shares != self.load_misses {
+            self.load_misses = shares;
+            self.samplers = None;
         }
     }
 
@@ -462,6 +526,9 @@ pub struct EpochsState {
     /// When each guest page-table page of a VM (tenant, guest-physical page) was last
     /// looked at for PML.
     guest_tables: std::collections::HashMap<(u16, u64), f64>,
+    /// Per core, while `Policy::on_reference` runs for a chunk: the chunk's events of
+    /// each kind PEBS-like counters count ([`SAMPLED_EVENTS`]).
+    pub chunk_events: Vec<Option<[u64; SAMPLED_EVENTS]>>,
     pub counts: EpochsCounts,
 }
 
@@ -484,6 +551,7 @@ impl EpochsState {
             rng: Rng::new(seed ^ 0x4550_4f43_4853),
             tlb_entries: [tlb_entries[0] as f64, tlb_entries[1] as f64],
             guest_tables: std::collections::HashMap::new(),
+            chunk_events: vec![None; cores],
             counts: EpochsCounts::default(),
         }
     }
@@ -667,6 +735,7 @@ impl EpochsState {
         p.dependent_share = s.dependent as f64 / refs;
         p.reach(self.tlb_entries);
         p.changed = true;
+        p.samplers = None;
         Switch { distance, queued }
     }
 
@@ -1041,6 +1110,35 @@ impl<R: Redirect> Machine<R> {
                 p.flags[i] |= STICKY_A;
             }
         }
+    }
+
+    /// A PEBS-like sample of an event of kind `kind` ([`SAMPLED_EVENTS`]) of the chunk
+    /// `core` just ran: the physical address of a page drawn in proportion to its
+    /// events of that kind — its loads that miss every cache (their class's share of
+    /// its loads), among the pages of the fast tier or of the slower ones; or its
+    /// stores. `None` when no page has such events.
+    pub fn epochs_sample(&mut self, core: usize, kind: usize) -> Option<u64> {
+        let e = self.epochs.as_deref_mut()?;
+        let tenant = e.clocks[core].tenant;
+        let p = &mut e.tenants[tenant as usize];
+        if p.samplers.is_none() {
+            let loads: Vec<f64> = (0..p.len()).map(|i| p.reads[i] as f64 * p.load_misses.get(p.class(i)).copied().unwrap_or(1.0) as f64).collect();
+            let stores: Vec<f64> = p.writes.iter().map(|&w| w as f64).collect();
+            p.samplers = Some([Alias::new(&loads), Alias::new(&stores)]);
+        }
+        let samplers = p.samplers.as_ref().expect("just built");
+        let sampler = samplers[(kind == 2) as usize].as_ref()?;
+        // Loads of one side of the tiers: draws from all, kept when on that side.
+        for _ in 0..256 {
+            let i = sampler.draw(&mut e.rng);
+            let Some(tier) = p.tier_of(i) else { continue };
+            if kind == 2 || (kind == 0) == (tier == TierId::FAST) {
+                let vpn = p.managed(i)?;
+                let m = self.space.mapped(PageRef::new(tenant, vpn << 12)).ok()?;
+                return Some((m.pfn() + (vpn - (m.addr >> 12))) << 12);
+            }
+        }
+        None
     }
 
     /// Takes `core`'s fault due by its reference count `refs`, if any: the poisoned

@@ -190,6 +190,23 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
         Mechanisms { m, rt, on: Executor::Thread(t), references: 0 }
     }
 
+    /// In epochs mode's `Policy::on_reference` for a chunk of references: the
+    /// chunk's events that PEBS-like counters count — loads served by the fast tier,
+    /// loads served by a slower tier, stores — from the cost model. `None` for a
+    /// reference simulated one by one, whose `RefOutcome` says what it did.
+    pub fn chunk_events(&self) -> Option<[u64; crate::machine::epochs::SAMPLED_EVENTS]> {
+        let Executor::Core(c) = self.on else { return None };
+        self.m.epochs().and_then(|e| e.chunk_events[c])
+    }
+
+    /// In epochs mode, with [`Mechanisms::chunk_events`]: the physical address a PEBS
+    /// record of an event of kind `kind` (0: fast-tier load, 1: slower-tier load, 2:
+    /// store) of the chunk would carry, drawn from the pages' events of that kind.
+    pub fn sample_event(&mut self, kind: usize) -> Option<u64> {
+        let Executor::Core(c) = self.on else { return None };
+        self.m.epochs_sample(c, kind)
+    }
+
     /// In `Policy::on_reference`, the references the call stands for: 1 in detailed
     /// and sampled mode, the references of the stretch just run in epochs mode (which
     /// is what a policy counting references by its calls must add; the pacer of the

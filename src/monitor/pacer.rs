@@ -69,6 +69,8 @@ pub struct Pacer {
     /// Periods per run that were asked for and not applied (epochs mode runs the
     /// period in seconds).
     unscaled: Option<u32>,
+    /// Periods in seconds keep their schedule (epochs mode; see [`Pacer::start`]).
+    on_schedule: bool,
     /// Cycles per period (seconds) or references per period (otherwise).
     length: u64,
     by_references: bool,
@@ -107,7 +109,7 @@ impl Pacer {
             }
         };
         let first_look = if by_references { length } else { CHECK_EVERY };
-        Ok(Pacer { period, unscaled, length, by_references, refs: 0, next_look: first_look, due_at: length, waiting_since: None, periods: 0, waited: 0, longest_wait: 0, freq_hz })
+        Ok(Pacer { period, unscaled, on_schedule: info.paper_periods, length, by_references, refs: 0, next_look: first_look, due_at: length, waiting_since: None, periods: 0, waited: 0, longest_wait: 0, freq_hz })
     }
 
     /// Counts the references of one call of `Policy::on_reference`
@@ -141,7 +143,15 @@ impl Pacer {
             self.longest_wait = self.longest_wait.max(now - since);
         }
         self.periods += 1;
-        self.due_at = if self.by_references { self.refs + self.length } else { now + self.length };
+        self.due_at = if self.by_references {
+            self.refs + self.length
+        } else if self.on_schedule && now < self.due_at + self.length {
+            // Epochs mode looks at the clock once per chunk (up to a millisecond late):
+            // the next period keeps the schedule rather than drift by the delay.
+            self.due_at + self.length
+        } else {
+            now + self.length
+        };
         self.next_look = self.refs + if self.by_references { self.length } else { CHECK_EVERY };
     }
 

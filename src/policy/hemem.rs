@@ -304,6 +304,19 @@ impl Policy for HeMem {
 
     #[inline]
     fn on_reference(&mut self, a: &Access, o: &RefOutcome, mech: &mut Mechanisms) {
+        if let Some(counts) = mech.chunk_events() {
+            // Epochs mode: a chunk's events at once, its samples drawn from its pages.
+            for e in [Event::FastRead, Event::SlowRead, Event::Write] {
+                let mut n = self.events[a.core as usize][e as usize] + counts[e as usize];
+                while n >= self.cfg.sample_period {
+                    n -= self.cfg.sample_period;
+                    if let Some(paddr) = mech.sample_event(e as usize) {
+                        self.sample(paddr, e, mech);
+                    }
+                }
+                self.events[a.core as usize][e as usize] = n;
+            }
+        }
         let event = if a.is_write() {
             Some(Event::Write)
         } else if o.level == self.cache_levels {

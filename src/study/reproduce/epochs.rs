@@ -138,6 +138,8 @@ fn setting(quick: bool) -> &'static str {
 const CYCLES_PCT: f64 = 5.0;
 const SHARE_POINTS: f64 = 3.0;
 const MOVES_PCT: f64 = 15.0;
+/// Fewer pages moved than this in both modes count as within the bound.
+const FEW_MOVES: f64 = 16.0;
 
 /// How epochs mode's run `e` compares with detailed mode's `d`: the cycles' error in
 /// %, the fast share's in points, the pages moved in both, the speed-up.
@@ -175,11 +177,10 @@ impl Pair {
         if self.share.abs() > SHARE_POINTS {
             out.push("fast share");
         }
-        match self.moves_pct() {
-            Some(m) if m.abs() > MOVES_PCT => out.push("pages moved"),
-            // Moves where detailed made none (more than a handful): outside too.
-            None if self.moves.1 > 16.0 => out.push("pages moved"),
-            _ => {}
+        // (A handful of moves either way is within: 15 % of a few pages is noise.)
+        let (d, e) = self.moves;
+        if d.max(e) >= FEW_MOVES && self.moves_pct().is_none_or(|m| m.abs() > MOVES_PCT) {
+            out.push("pages moved");
         }
         out
     }
@@ -262,5 +263,9 @@ mod tests {
         assert_eq!(p.outside(), ["fast share", "pages moved"]);
         let p = Pair { cycles: -5.5, share: 0.0, moves: (0.0, 3.0), speedup: 10.0 };
         assert_eq!(p.outside(), ["cycles"], "a few moves where detailed made none are within");
+        let p = Pair { cycles: 0.0, share: 0.0, moves: (1.0, 0.0), speedup: 10.0 };
+        assert!(p.outside().is_empty(), "one page against none is within");
+        let p = Pair { cycles: 0.0, share: 0.0, moves: (0.0, 40.0), speedup: 10.0 };
+        assert_eq!(p.outside(), ["pages moved"]);
     }
 }
