@@ -115,6 +115,15 @@ fn key(x: f64) -> u64 {
     x.max(0.0).to_bits()
 }
 
+/// A core's TLB as the reach model sees it: translations kept for base pages and for
+/// huge pages, each size in its own arrays, or with a second level they share.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TlbShape {
+    Split { small: f64, huge: f64 },
+    /// First levels per size, and one second level for both.
+    Unified { small: f64, huge: f64, shared: f64 },
+}
+
 /// What a tenant's statement is, for [`EpochsState::new`].
 #[derive(Clone, Debug)]
 pub struct TenantSetup {
@@ -419,7 +428,7 @@ impl Pages {
     /// `entries` translations per core for base and huge pages): the rates in powers
     /// of two, base pages and huge regions apart, mapped pages only (a page not
     /// mapped has no translation to keep).
-    fn reach(&mut self, entries: [f64; 2]) {
+    fn reach(&mut self, tlb: TlbShape) {
         let mut groups = [vec![(0.0, 0.0); 64], vec![(0.0, 0.0); 64]];
         let add = |g: &mut Vec<(f64, f64)>, rate: f64| {
             if rate > 0.0 {
@@ -443,9 +452,16 @@ impl Pages {
             }
         }
         add(&mut groups[1], region.1);
-        for k in 0..2 {
-            self.tlb_time[k] = EpochsState::characteristic_time(&groups[k], entries[k]);
-        }
+        self.tlb_time = match tlb {
+            TlbShape::Split { small, huge } => [EpochsState::characteristic_time(&groups[0], small), EpochsState::characteristic_time(&groups[1], huge)],
+            TlbShape::Unified { small, huge, shared } => {
+                // One LRU second level that both sizes compete for (the first levels,
+                // which hold a subset, add their own entries): one characteristic time.
+                let both: Vec<(f64, f64)> = groups[0].iter().chain(&groups[1]).copied().collect();
+                let t = EpochsState::characteristic_time(&both, small + huge + shared);
+                [t, t]
+            }
+        };
         self.remapped = 0;
     }
 
@@ -522,7 +538,7 @@ pub struct EpochsState {
     dropped: Vec<(u16, u64, u64)>,
     rng: Rng,
     /// TLB entries per core for base and huge translations.
-    tlb_entries: [f64; 2],
+    tlb: TlbShape,
     /// When each guest page-table page of a VM (tenant, guest-physical page) was last
     /// looked at for PML.
     guest_tables: std::collections::HashMap<(u16, u64), f64>,
@@ -535,7 +551,7 @@ pub struct EpochsState {
 impl EpochsState {
     /// The state for `tenants` (indexed by tenant; a tenant with no statement has an
     /// empty universe) on `cores` cores of `tiers` tiers.
-    pub fn new(tenants: &[TenantSetup], cores: usize, tiers: usize, seed: u64, tlb_entries: [usize; 2]) -> EpochsState {
+    pub fn new(tenants: &[TenantSetup], cores: usize, tiers: usize, seed: u64, tlb: TlbShape) -> EpochsState {
         let mut clocks = vec![CoreClock::default(); cores];
         for (t, s) in tenants.iter().enumerate() {
             for &c in &s.cores {
@@ -549,7 +565,7 @@ impl EpochsState {
             log: Vec::new(),
             dropped: Vec::new(),
             rng: Rng::new(seed ^ 0x4550_4f43_4853),
-            tlb_entries: [tlb_entries[0] as f64, tlb_entries[1] as f64],
+            tlb,
             guest_tables: std::collections::HashMap::new(),
             chunk_events: vec![None; cores],
             counts: EpochsCounts::default(),
@@ -733,7 +749,7 @@ impl EpochsState {
         let distance = if old_share.is_empty() { 1.0 } else { 0.5 * old_share.iter().zip(&new_share).map(|(a, b)| (a - b).abs()).sum::<f64>() };
         p.instrs_per_ref = s.instrs as f64 / refs;
         p.dependent_share = s.dependent as f64 / refs;
-        p.reach(self.tlb_entries);
+        p.reach(self.tlb);
         p.changed = true;
         p.samplers = None;
         Switch { distance, queued }
@@ -810,9 +826,13 @@ impl<R: Redirect> Machine<R> {
     /// Starts epochs mode: the page state of every tenant's statement.
     pub fn start_epochs(&mut self, tenants: &[TenantSetup], seed: u64) {
         let t = &self.cfg.tlb;
-        let small = t.l1_small_entries + t.l2_small_entries;
-        let huge = t.l1_huge_entries + if t.l2_split { t.l2_huge_entries } else { 0 };
-        self.epochs = Some(Box::new(EpochsState::new(tenants, self.cores.len(), self.mem.tiers.all().len(), seed, [small, huge])));
+        let (small, huge) = (t.l1_small_entries as f64, t.l1_huge_entries as f64);
+        let shape = if t.l2_split {
+            TlbShape::Split { small: small + t.l2_small_entries as f64, huge: huge + t.l2_huge_entries as f64 }
+        } else {
+            TlbShape::Unified { small, huge, shared: t.l2_small_entries as f64 }
+        };
+        self.epochs = Some(Box::new(EpochsState::new(tenants, self.cores.len(), self.mem.tiers.all().len(), seed, shape)));
     }
 
     pub fn epochs(&self) -> Option<&EpochsState> {
@@ -873,7 +893,7 @@ impl<R: Redirect> Machine<R> {
                 }
             }
             if p.remapped > p.len() / 64 {
-                p.reach(e.tlb_entries);
+                p.reach(e.tlb);
             }
         }
         for (tenant, vpn, n) in std::mem::take(&mut e.dropped) {
@@ -1348,7 +1368,7 @@ mod tests {
     /// 1000, and 1500 at cycle 3000 at the same pace.
     #[test]
     fn the_hazard_clock_interpolates_and_extrapolates() {
-        let mut e = EpochsState::new(&[TenantSetup { universe: vec![0..4], cores: vec![0, 1], vm: false }], 2, 2, 1, [64, 32]);
+        let mut e = EpochsState::new(&[TenantSetup { universe: vec![0..4], cores: vec![0, 1], vm: false }], 2, 2, 1, TlbShape::Split { small: 64.0, huge: 32.0 });
         e.advanced(0, 0, 2000, 1000.0);
         assert_eq!(e.hazard(0, 1000), 500.0);
         assert_eq!(e.hazard(0, 3000), 1500.0);
@@ -1374,7 +1394,7 @@ mod tests {
     /// for the page referenced (the other is not: its rate is 0).
     #[test]
     fn a_switch_sets_rates_and_queues_first_touches() {
-        let mut e = EpochsState::new(&[TenantSetup { universe: vec![10..13], cores: vec![0], vm: false }], 1, 2, 7, [64, 32]);
+        let mut e = EpochsState::new(&[TenantSetup { universe: vec![10..13], cores: vec![0], vm: false }], 1, 2, 7, TlbShape::Split { small: 64.0, huge: 32.0 });
         let s = Stretch {
             refs: 1000,
             instrs: 3000,
