@@ -3,7 +3,7 @@
 //! mechanism's accesses issued one after another on its own clock form a stream
 //! (see "Time and timing model" in DESIGN.md and docs/machine.md).
 
-use super::cache::{CacheConfig, Caches};
+use super::cache::{CacheConfig, Caches, Evicted};
 use super::events::{MemEvent, MemKind, Observer};
 use super::redirect::Redirect;
 use super::tier::Tier;
@@ -121,11 +121,14 @@ pub const MAX_IN_FLIGHT: usize = 256;
 pub struct Memory {
     pub(crate) caches: Caches,
     pub(crate) tiers: Tiers,
+    /// The dirty lines the latest access pushed out of the caches (kept here so that
+    /// an access does not set up a buffer of its own).
+    evicted: Evicted,
 }
 
 impl Memory {
     pub(crate) fn new(caches: &[CacheConfig], cores: usize, tiers: Tiers) -> Memory {
-        Memory { caches: Caches::new(caches, cores), tiers }
+        Memory { caches: Caches::new(caches, cores), tiers, evicted: Evicted::default() }
     }
 
     /// One access of `core` to the line holding `paddr` through the cache hierarchy,
@@ -147,18 +150,8 @@ impl Memory {
         background: bool,
         obs: &mut O,
     ) -> (usize, u64) {
-        let mut wbs = [0u64; 8];
-        let mut n_wb = 0;
-        let mut overflow = Vec::new();
-        let (level, lat) = self.caches.access(core, paddr, write, &mut |line| {
-            if n_wb < wbs.len() {
-                wbs[n_wb] = line;
-                n_wb += 1;
-            } else {
-                overflow.push(line);
-            }
-        });
-        for &line in wbs[..n_wb].iter().chain(&overflow) {
+        let (level, lat) = self.caches.access(core, paddr, write, &mut self.evicted);
+        for &line in self.evicted.lines() {
             r.memory(&mut self.tiers, core, line << 6, true, MemKind::Writeback, at, background, obs);
         }
         if level == self.caches.depth() {
