@@ -350,6 +350,11 @@ impl Evicted {
     }
 
     #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
     fn push(&mut self, line: u64) {
         self.lines[self.len] = line;
         self.len += 1;

@@ -240,7 +240,7 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
     /// performance counters give, as memos reads per-channel bandwidth from the PMU,
     /// §4.2): demand and mechanism 64-byte reads and writes. A policy that wants a
     /// bandwidth takes the difference between two readings over the time between.
-    pub fn tier_stats(&self, tier: TierId) -> &crate::machine::TierStats {
+    pub fn tier_stats(&self, tier: TierId) -> crate::machine::TierStats {
         self.m.memory().tiers().all()[tier.index()].stats()
     }
 
