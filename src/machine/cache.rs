@@ -8,6 +8,7 @@
 //! The latency of an access is the load-to-use latency of the level that hits; an
 //! access that misses every level costs the last level's latency plus the memory's.
 
+use super::setassoc;
 use crate::units::Size;
 use serde::{Deserialize, Serialize};
 
@@ -101,35 +102,18 @@ trait SetArray {
 }
 
 /// Sets of `W` ways (4, 8 or 16), fixed at compile time: the tags stay in their ways,
-/// compared all at once ([`match_mask`]), and each set's recency order is a
-/// permutation of its ways kept beside it in one word, 4 bits per position (position 0
-/// the most recent), so that neither a hit nor a fill moves tags. Empty ways are
-/// always at the least recent end of the order, as a fill takes the last position.
+/// compared all at once ([`match_mask`]), and each set's recency order is a recency
+/// word kept beside them ([`setassoc::touch`]), so that neither a hit nor a fill moves
+/// tags.
 struct Fixed<const W: usize> {
     tags: Vec<[u32; W]>,
     order: Vec<u64>,
 }
 
-/// One in every 4-bit position of an order word.
-const NIBBLES: u64 = 0x1111_1111_1111_1111;
-
 impl<const W: usize> Fixed<W> {
-    /// The order word with only the low `W` positions.
-    const ORDER_MASK: u64 = u64::MAX >> (64 - 4 * W);
-
     fn new(sets: usize) -> Fixed<W> {
         const { assert!(W == 4 || W == 8 || W == 16) };
-        let identity = (0..W as u64).fold(0, |o, way| o | way << (4 * way));
-        Fixed { tags: vec![[0; W]; sets], order: vec![identity; sets] }
-    }
-
-    /// Four times the position of `way` in order word `o` (the lowest 4-bit field
-    /// equal to `way`: `x` has a zero field there, and subtracting one from every
-    /// field borrows into the high bit of the lowest zero field first).
-    #[inline(always)]
-    fn position4(o: u64, way: u64) -> u32 {
-        let x = o ^ (way * NIBBLES);
-        (x.wrapping_sub(NIBBLES) & !x & (NIBBLES << 3)).trailing_zeros() & !3
+        Fixed { tags: vec![[0; W]; sets], order: vec![setassoc::identity::<W>(); sets] }
     }
 }
 
@@ -145,22 +129,14 @@ impl<const W: usize> SetArray for Fixed<W> {
         if write {
             tags[way as usize] |= DIRTY_TAG;
         }
-        let o = &mut self.order[set];
-        let way = way as u64;
-        if *o & 0xf != way {
-            // Positions before the hit's move down one; the hit goes first.
-            let before = (1u64 << Self::position4(*o, way)) - 1;
-            *o = (*o & !(before << 4 | 0xf)) | (*o & before) << 4 | way;
-        }
+        setassoc::touch(&mut self.order[set], way as u64);
         true
     }
 
     #[inline(always)]
     fn insert(&mut self, set: usize, t: u32) -> u32 {
-        let o = &mut self.order[set];
-        let way = (*o >> (4 * (W - 1))) & 0xf;
-        *o = (*o << 4 | way) & Self::ORDER_MASK;
-        std::mem::replace(&mut self.tags[set][way as usize], t)
+        let way = setassoc::fill::<W>(&mut self.order[set]);
+        std::mem::replace(&mut self.tags[set][way], t)
     }
 
     fn remove(&mut self, set: usize, tag: u32) -> Option<bool> {
@@ -172,11 +148,7 @@ impl<const W: usize> SetArray for Fixed<W> {
         let way = matches.trailing_zeros();
         let dirty = tags[way as usize] & DIRTY_TAG != 0;
         tags[way as usize] = 0;
-        // The emptied way goes last; the positions after it move up one.
-        let o = self.order[set];
-        let p4 = Self::position4(o, way as u64);
-        let before = (1u64 << p4) - 1;
-        self.order[set] = (o & before) | ((o >> p4) >> 4) << p4 | (way as u64) << (4 * (W - 1));
+        setassoc::retire::<W>(&mut self.order[set], way as usize);
         Some(dirty)
     }
 
@@ -186,7 +158,7 @@ impl<const W: usize> SetArray for Fixed<W> {
 
     #[cfg(test)]
     fn recency(&self, set: usize) -> Vec<u32> {
-        (0..W).map(|p| self.tags[set][(self.order[set] >> (4 * p)) as usize & 0xf]).collect()
+        setassoc::ways_by_recency::<W>(self.order[set]).map(|way| self.tags[set][way]).collect()
     }
 }
 
