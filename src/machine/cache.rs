@@ -466,6 +466,21 @@ struct Stack<S, B> {
     below: B,
 }
 
+impl<S: SetArray, B> Stack<S, B> {
+    /// The first step of [`Below::access`] alone: the result of a hit in the top level
+    /// (which it makes most recent, dirty if `write`); `None` on a miss, which changes
+    /// nothing.
+    #[inline(always)]
+    fn hit(&mut self, core: usize, line: u64, write: bool) -> Option<(usize, u64)> {
+        let l = &mut self.top;
+        if l.sets.lookup(l.set_of(core, line), l.tag_of(line), write) {
+            l.hits += 1;
+            return Some((0, l.latency));
+        }
+        None
+    }
+}
+
 impl<S: SetArray + 'static, B: Below> Below for Stack<S, B> {
     const DEPTH: usize = B::DEPTH + 1;
 
@@ -631,10 +646,26 @@ impl Caches {
     /// (the last level's when memory served it); `evicted` gets the dirty lines that
     /// left the last level, in order. Each level's set is found once: the set looked
     /// up is the set a miss fills.
-    #[inline]
+    ///
+    /// A hit in the first level of the presets' shape is answered inline, where most
+    /// accesses end; everything else is a call ([`Caches::access_below`]).
+    #[inline(always)]
     pub fn access(&mut self, core: usize, paddr: u64, write: bool, evicted: &mut Evicted) -> (usize, u64) {
-        evicted.len = 0;
         let line = paddr >> LINE_SHIFT;
+        if let Shape::W4W8W16(h) = &mut self.shape {
+            if let Some(hit) = h.hit(core, line, write) {
+                evicted.len = 0;
+                return hit;
+            }
+        }
+        self.access_below(core, line, write, evicted)
+    }
+
+    /// [`Caches::access`] of `line` past the inline first-level hit (whose miss changed
+    /// nothing, so the first level is looked up again).
+    #[inline(never)]
+    fn access_below(&mut self, core: usize, line: u64, write: bool, evicted: &mut Evicted) -> (usize, u64) {
+        evicted.len = 0;
         each_shape!(&mut self.shape, h => h.access(core, line, write, evicted))
     }
 
