@@ -432,7 +432,7 @@ impl Kernel {
 
     /// What a reference asks of the kernel: usually nothing, which this finds in a few
     /// compares inlined into the engine's loop; the rest is [`Kernel::serve`].
-    #[inline]
+    #[inline(always)]
     fn on_reference(&mut self, a: &Access, mech: &mut Mechanisms) {
         let now = mech.now();
         let idle = self.new_pages.is_empty()
@@ -613,7 +613,7 @@ impl Policy for LinuxTiering {
         Ok(LinuxTiering(Kernel::new(Some(t), cfg.scan_delay_ms, cfg.scan_size_mb, marks, cfg.demotion_enabled, m, "linux-tiering")?))
     }
 
-    #[inline]
+    #[inline(always)]
     fn on_reference(&mut self, a: &Access, _: &RefOutcome, mech: &mut Mechanisms) {
         self.0.on_reference(a, mech);
     }
@@ -642,7 +642,7 @@ impl Policy for Tpp {
         Ok(Tpp(Kernel::new(None, cfg.scan_delay_ms, cfg.scan_size_mb, marks, true, m, "tpp")?))
     }
 
-    #[inline]
+    #[inline(always)]
     fn on_reference(&mut self, a: &Access, _: &RefOutcome, mech: &mut Mechanisms) {
         self.0.on_reference(a, mech);
     }
