@@ -679,9 +679,9 @@ impl<R: Redirect> Machine<R> {
 
     /// Host-side prefetch for a reference a few places ahead: starts loading its leaf
     /// page-table entry, if a walk of its region told the core where the leaves are
-    /// (`core::LeafHints`). Changes nothing simulated. (It takes the run from 4.9 to
-    /// 7.0 M references a second on `gups` at 8 GiB, whose leaf entries are a 16 MiB
-    /// array read at random; BENCHMARKS.md.)
+    /// (`core::LeafHints`). Changes nothing simulated. (It takes `gups` at 8 GiB, whose
+    /// leaf entries are a 16 MiB array read at random, from 4.8 to 7.5 M references a
+    /// second; BENCHMARKS.md, issue 41.)
     #[inline(always)]
     pub fn prefetch_far(&self, core: usize, a: &Access) {
         self.cores[core].leaf_hints.prefetch(a.vaddr);
