@@ -796,18 +796,6 @@ impl<R: Redirect> Machine<R> {
         (skip, self.timing.psc_cycles)
     }
 
-    /// [`Machine::psc_lookup`] for the walk of `path`, then [`Machine::psc_fill`] with
-    /// what it read: the caches consulted once.
-    #[inline]
-    fn psc_walk(&mut self, core: usize, tenant: u16, guest: bool, addr: u64, path: &WalkPath) -> (usize, u64) {
-        if self.cores[core].tlb.psc().is_none() {
-            return (0, 0);
-        }
-        let (skip, cycles) = self.psc_lookup(core, tenant, guest, addr, path.len);
-        self.psc_fill(core, tenant, guest, addr, skip, path);
-        (skip, cycles)
-    }
-
     /// Fills the paging-structure caches of `core` with the non-leaf entries a walk of
     /// `addr` read: entries `from..` of `path` but the leaf, each pointing to the table
     /// that holds the path's next entry. For a guest table (`guest`), `path` holds the
@@ -838,7 +826,8 @@ impl<R: Redirect> Machine<R> {
                 self.space.tenants()[tenant as usize].table.walk(addr, Some(&mut path)).expect("page mapped by first touch")
             }
         };
-        let (skip, lookup) = self.psc_walk(core, tenant, false, addr, &path);
+        let (skip, lookup) = self.psc_lookup(core, tenant, false, addr, path.len);
+        self.psc_fill(core, tenant, false, addr, skip, &path);
         let cycles = self.walk_refs::<M, O>(core, &path.as_slice()[skip..], after + extra + lookup, obs) + extra + lookup;
         let e = self.space.entry_mut(tenant, leaf.slot);
         let newly_dirty = write && *e & DIRTY == 0;

@@ -214,11 +214,6 @@ impl<A: Assoc, B: Assoc> Arrays<A, B> {
         Some(entry(v, false))
     }
 
-    #[inline]
-    fn l1_holds(&self, tenant: u16, small: u64, huge: u64) -> bool {
-        self.l1_small.peek(key(tenant, small, false), small).is_some() || !self.l1_huge.is_empty() && self.l1_huge.peek(key(tenant, huge, true), huge).is_some()
-    }
-
     #[inline(always)]
     fn fill(&mut self, k: u64, v: u64, vpn: u64, huge: bool) {
         let l1 = self.l1_for(huge);
@@ -345,13 +340,6 @@ impl Tlb {
     #[inline]
     pub fn lookup_small_l2(&mut self, tenant: u16, vaddr: u64) -> Option<TlbEntry> {
         each_shape!(&mut self.arrays, a => a.lookup_small_l2(tenant, vaddr >> 12))
-    }
-
-    /// Whether an L1 TLB holds the translation of `vaddr` (no recency update).
-    #[inline]
-    pub fn l1_holds(&self, tenant: u16, vaddr: u64) -> bool {
-        let (small, huge) = (vaddr >> 12, vaddr >> self.huge_shift);
-        each_shape!(&self.arrays, a => a.l1_holds(tenant, small, huge))
     }
 
     /// Installs a translation in the L1 and L2 TLBs of its size after a walk; the
