@@ -854,18 +854,20 @@ mod tests {
         }
     }
 
-    /// Per level, per instance, per set: (line, dirty), most recent first; the
-    /// hierarchy's rules on them.
+    /// One set of the model: (line, dirty), most recent first.
+    type ModelSet = Vec<(u64, bool)>;
+
+    /// Per level, per instance, per set: the lines; the hierarchy's rules on them.
     struct Model {
         sets: Vec<usize>,
         ways: Vec<usize>,
         shared: Vec<bool>,
-        lines: Vec<Vec<Vec<Vec<(u64, bool)>>>>,
+        lines: Vec<Vec<Vec<ModelSet>>>,
         memory: Vec<u64>,
     }
 
     impl Model {
-        fn set(&mut self, i: usize, core: usize, line: u64) -> &mut Vec<(u64, bool)> {
+        fn set(&mut self, i: usize, core: usize, line: u64) -> &mut ModelSet {
             let inst = if self.shared[i] { 0 } else { core };
             let s = (line % self.sets[i] as u64) as usize;
             &mut self.lines[i][inst][s]
