@@ -8,6 +8,7 @@
 //! The latency of an access is the load-to-use latency of the level that hits; an
 //! access that misses every level costs the last level's latency plus the memory's.
 
+use super::setassoc;
 use crate::units::Size;
 use serde::{Deserialize, Serialize};
 
@@ -46,8 +47,16 @@ pub fn default_hierarchy() -> Vec<CacheConfig> {
 pub const LINE_SHIFT: u32 = 6;
 pub const LINE_BYTES: u64 = 1 << LINE_SHIFT;
 
+/// Most levels a hierarchy may have. An access fills at most every level it missed,
+/// and each fill pushes at most one dirty line out of the last level, so an access
+/// writes back at most this many lines to memory ([`Evicted`]).
+pub const MAX_LEVELS: usize = 5;
+
 impl CacheConfig {
     pub fn validate(&self, index: usize) -> anyhow::Result<()> {
+        if index >= MAX_LEVELS {
+            anyhow::bail!("machine.caches[{index}] ({}): a hierarchy has at most {MAX_LEVELS} levels", self.name);
+        }
         let lines = self.size.bytes() / LINE_BYTES;
         if self.ways == 0 || lines == 0 || !lines.is_multiple_of(self.ways as u64) || !(lines / self.ways as u64).is_power_of_two() {
             anyhow::bail!(
@@ -70,134 +79,223 @@ pub struct CacheStats {
     pub writebacks: u64,
 }
 
-/// The lines of one cache instance: per set, `ways` 32-bit tags in recency order
-/// (most recent first). A tag is the line number above the set-index bits, plus one
-/// (0 marks an empty way), with the dirty flag in bit 31. Four bytes per line keep a
-/// 16-way set in one 64-byte host cache line, which is what makes the simulated LLC
-/// cheap to probe.
-struct TagArray {
+/// A tag: the line number above the set-index bits, plus one (0 marks an empty way),
+/// with the dirty flag in bit 31. Four bytes per line keep a 16-way set in one
+/// 64-byte host cache line, which is what makes the simulated LLC cheap to probe.
+const DIRTY_TAG: u32 = 1 << 31;
+
+/// The sets of one level (of every instance of it, one after another), addressed by
+/// set index: true-LRU replacement, so that a miss evicts the least recently used way.
+trait SetArray {
+    /// On a hit in set `set`, makes the line most recent, sets its dirty flag if
+    /// `write`, returns true.
+    fn lookup(&mut self, set: usize, tag: u32, write: bool) -> bool;
+    /// Puts `t` (a tag with its dirty flag) into set `set` as most recent in place of
+    /// the least recent way; returns that way's tag (0 if it was empty).
+    fn insert(&mut self, set: usize, t: u32) -> u32;
+    /// Removes a line; returns Some(dirty) if it was present.
+    fn remove(&mut self, set: usize, tag: u32) -> Option<bool>;
+    fn peek(&self, set: usize, tag: u32) -> bool;
+    /// The tags of set `set`, most recent first, empty ways last.
+    #[cfg(test)]
+    fn recency(&self, set: usize) -> Vec<u32>;
+}
+
+/// Sets of `W` ways (4, 8 or 16), fixed at compile time: the tags stay in their ways,
+/// compared all at once ([`match_mask`]), and each set's recency order is a recency
+/// word kept beside them ([`setassoc::touch`]), so that neither a hit nor a fill moves
+/// tags.
+struct Fixed<const W: usize> {
+    tags: Vec<[u32; W]>,
+    order: Vec<u64>,
+}
+
+impl<const W: usize> Fixed<W> {
+    fn new(sets: usize) -> Fixed<W> {
+        const { assert!(W == 4 || W == 8 || W == 16) };
+        Fixed { tags: vec![[0; W]; sets], order: vec![setassoc::identity::<W>(); sets] }
+    }
+}
+
+impl<const W: usize> SetArray for Fixed<W> {
+    #[inline(always)]
+    fn lookup(&mut self, set: usize, tag: u32, write: bool) -> bool {
+        let tags = &mut self.tags[set];
+        let matches = match_mask(tags, tag);
+        if matches == 0 {
+            return false;
+        }
+        let way = matches.trailing_zeros();
+        if write {
+            tags[way as usize] |= DIRTY_TAG;
+        }
+        setassoc::touch(&mut self.order[set], way as u64);
+        true
+    }
+
+    #[inline(always)]
+    fn insert(&mut self, set: usize, t: u32) -> u32 {
+        let way = setassoc::fill::<W>(&mut self.order[set]);
+        std::mem::replace(&mut self.tags[set][way], t)
+    }
+
+    fn remove(&mut self, set: usize, tag: u32) -> Option<bool> {
+        let tags = &mut self.tags[set];
+        let matches = match_mask(tags, tag);
+        if matches == 0 {
+            return None;
+        }
+        let way = matches.trailing_zeros();
+        let dirty = tags[way as usize] & DIRTY_TAG != 0;
+        tags[way as usize] = 0;
+        setassoc::retire::<W>(&mut self.order[set], way as usize);
+        Some(dirty)
+    }
+
+    fn peek(&self, set: usize, tag: u32) -> bool {
+        match_mask(&self.tags[set], tag) != 0
+    }
+
+    #[cfg(test)]
+    fn recency(&self, set: usize) -> Vec<u32> {
+        setassoc::ways_by_recency::<W>(self.order[set]).map(|way| self.tags[set][way]).collect()
+    }
+}
+
+/// Sets of any number of ways, each set's tags in recency order (most recent first).
+struct AnyWays {
     ways: usize,
-    set_bits: u32,
     tags: Vec<u32>,
 }
 
-const DIRTY_TAG: u32 = 1 << 31;
+impl AnyWays {
+    #[inline(always)]
+    fn set(&mut self, set: usize) -> &mut [u32] {
+        &mut self.tags[set * self.ways..][..self.ways]
+    }
+}
 
-impl TagArray {
-    fn new(sets: usize, ways: usize) -> TagArray {
-        TagArray { ways, set_bits: sets.trailing_zeros(), tags: vec![0; sets * ways] }
+impl SetArray for AnyWays {
+    #[inline]
+    fn lookup(&mut self, set: usize, tag: u32, write: bool) -> bool {
+        let set = self.set(set);
+        let Some(way) = set.iter().position(|&t| t & !DIRTY_TAG == tag) else { return false };
+        let t = set[way] | if write { DIRTY_TAG } else { 0 };
+        set.copy_within(0..way, 1);
+        set[0] = t;
+        true
     }
 
     #[inline]
-    fn locate(&self, line: u64) -> (usize, u32) {
-        let set = (line & ((1 << self.set_bits) - 1)) as usize;
-        (set * self.ways, ((line >> self.set_bits) + 1) as u32)
+    fn insert(&mut self, set: usize, t: u32) -> u32 {
+        let set = self.set(set);
+        let victim = set[set.len() - 1];
+        set.copy_within(0..set.len() - 1, 1);
+        set[0] = t;
+        victim
     }
 
-    #[inline]
-    fn line_of(&self, set_base: usize, tag: u32) -> u64 {
-        (((tag & !DIRTY_TAG) as u64 - 1) << self.set_bits) | (set_base / self.ways) as u64
-    }
-
-    /// On a hit, makes the line most recent, sets its dirty flag if `write`, returns true.
-    #[inline(always)]
-    fn lookup(&mut self, line: u64, write: bool) -> bool {
-        let (base, tag) = self.locate(line);
-        let set = &mut self.tags[base..base + self.ways];
-        match set.len() {
-            4 => lookup_in::<4>(set.try_into().expect("4 ways"), tag, write),
-            8 => lookup_in::<8>(set.try_into().expect("8 ways"), tag, write),
-            16 => lookup_in::<16>(set.try_into().expect("16 ways"), tag, write),
-            _ => {
-                let Some(way) = set.iter().position(|&t| t & !DIRTY_TAG == tag) else { return false };
-                let t = set[way] | if write { DIRTY_TAG } else { 0 };
-                set.copy_within(0..way, 1);
-                set[0] = t;
-                true
-            }
-        }
-    }
-
-    fn peek(&self, line: u64) -> bool {
-        let (base, tag) = self.locate(line);
-        self.tags[base..base + self.ways].iter().any(|&t| t & !DIRTY_TAG == tag)
-    }
-
-    /// Inserts an absent line as most recent; returns the evicted line if it was dirty.
-    #[inline(always)]
-    fn insert(&mut self, line: u64, dirty: bool) -> Option<u64> {
-        let (base, tag) = self.locate(line);
-        let ways = self.ways;
-        let victim = self.tags[base + ways - 1];
-        let set = &mut self.tags[base..base + ways];
-        let t = tag | if dirty { DIRTY_TAG } else { 0 };
-        match ways {
-            4 => push_front::<4>(set.try_into().expect("4 ways"), t),
-            8 => push_front::<8>(set.try_into().expect("8 ways"), t),
-            16 => push_front::<16>(set.try_into().expect("16 ways"), t),
-            _ => {
-                set.copy_within(0..ways - 1, 1);
-                set[0] = t;
-            }
-        }
-        (victim & DIRTY_TAG != 0).then(|| self.line_of(base, victim))
-    }
-
-    /// Removes a line; returns Some(dirty) if it was present.
-    fn remove(&mut self, line: u64) -> Option<bool> {
-        let (base, tag) = self.locate(line);
-        let set = &mut self.tags[base..base + self.ways];
+    fn remove(&mut self, set: usize, tag: u32) -> Option<bool> {
+        let set = self.set(set);
         let way = set.iter().position(|&t| t & !DIRTY_TAG == tag)?;
         let dirty = set[way] & DIRTY_TAG != 0;
         set.copy_within(way + 1.., way);
-        set[self.ways - 1] = 0;
+        set[set.len() - 1] = 0;
         Some(dirty)
+    }
+
+    fn peek(&self, set: usize, tag: u32) -> bool {
+        self.tags[set * self.ways..][..self.ways].iter().any(|&t| t & !DIRTY_TAG == tag)
+    }
+
+    #[cfg(test)]
+    fn recency(&self, set: usize) -> Vec<u32> {
+        self.tags[set * self.ways..][..self.ways].to_vec()
     }
 }
 
-/// [`TagArray::lookup`] in a set of `N` ways, the common associativities spelled out
-/// so that every way is compared at once ([`match_mask`]) and the ways move without a
-/// call to `memmove`. The result is that of the scalar search: a
-/// line is in a set at most once, so the matching way is the only one.
-#[inline(always)]
-fn lookup_in<const N: usize>(set: &mut [u32; N], tag: u32, write: bool) -> bool {
-    let matches = match_mask(set, tag);
-    if matches == 0 {
-        return false;
+/// The sets of a level of a hierarchy whose shape is not spelled out in [`Shape`]:
+/// the associativity chosen per operation.
+enum Sets {
+    W4(Fixed<4>),
+    W8(Fixed<8>),
+    W16(Fixed<16>),
+    Any(AnyWays),
+}
+
+impl Sets {
+    fn new(sets: usize, ways: usize) -> Sets {
+        match ways {
+            4 => Sets::W4(Fixed::new(sets)),
+            8 => Sets::W8(Fixed::new(sets)),
+            16 => Sets::W16(Fixed::new(sets)),
+            _ => Sets::Any(AnyWays { ways, tags: vec![0; sets * ways] }),
+        }
     }
-    let way = matches.trailing_zeros();
-    let old = *set;
-    let hit = old[way as usize] | if write { DIRTY_TAG } else { 0 };
-    // Ways 0..way move down one place, the hit goes first, the rest stay: a fixed
-    // shuffle and a blend, with no loop that depends on `way`.
-    let shifted: [u32; N] = std::array::from_fn(|i| if i == 0 { hit } else { old[i - 1] });
-    for i in 0..N {
-        set[i] = if i as u32 <= way { shifted[i] } else { old[i] };
+}
+
+macro_rules! each_sets {
+    ($s:expr, $a:ident => $e:expr) => {
+        match $s {
+            Sets::W4($a) => $e,
+            Sets::W8($a) => $e,
+            Sets::W16($a) => $e,
+            Sets::Any($a) => $e,
+        }
+    };
+}
+
+impl SetArray for Sets {
+    #[inline(always)]
+    fn lookup(&mut self, set: usize, tag: u32, write: bool) -> bool {
+        each_sets!(self, s => s.lookup(set, tag, write))
     }
-    true
+
+    #[inline(always)]
+    fn insert(&mut self, set: usize, t: u32) -> u32 {
+        each_sets!(self, s => s.insert(set, t))
+    }
+
+    fn remove(&mut self, set: usize, tag: u32) -> Option<bool> {
+        each_sets!(self, s => s.remove(set, tag))
+    }
+
+    fn peek(&self, set: usize, tag: u32) -> bool {
+        each_sets!(self, s => s.peek(set, tag))
+    }
+
+    #[cfg(test)]
+    fn recency(&self, set: usize) -> Vec<u32> {
+        each_sets!(self, s => s.recency(set))
+    }
 }
 
 /// Bit `i` set when way `i` of the set holds `tag`: on x86-64, four ways per SSE2
-/// compare and one mask move (SSE2 is part of the x86-64 baseline), about a third of
-/// the instructions the compiler makes of the scalar loop, which it vectorises only
-/// partly and assembles bit by bit.
+/// compare, the compares packed to bytes and one mask move (SSE2 is part of the x86-64
+/// baseline), about a third of the instructions the compiler makes of the scalar loop,
+/// which it vectorises only partly and assembles bit by bit.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn match_mask<const N: usize>(set: &[u32; N], tag: u32) -> u32 {
-    use std::arch::x86_64::{__m128i, _mm_and_si128, _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_ps, _mm_set1_epi32};
-    const { assert!(N % 4 == 0 && N <= 32) };
-    // SAFETY: SSE2 is always present on x86-64; each load reads four in-bounds u32 of
-    // `set` and has no alignment requirement.
+    use std::arch::x86_64::{
+        __m128i, _mm_and_si128, _mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_epi8, _mm_movemask_ps, _mm_packs_epi16,
+        _mm_packs_epi32, _mm_set1_epi32, _mm_setzero_si128,
+    };
+    const { assert!(N == 4 || N == 8 || N == 16) };
+    // SAFETY: SSE2 is always present on x86-64; the loads read quads 0..N/4 of `set`,
+    // four in-bounds u32 each, with no alignment requirement.
     unsafe {
         let want = _mm_set1_epi32(tag as i32);
         let clean = _mm_set1_epi32(!DIRTY_TAG as i32);
-        let mut mask = 0u32;
-        for (q, quad) in set.chunks_exact(4).enumerate() {
-            let ways = _mm_loadu_si128(quad.as_ptr().cast::<__m128i>());
-            let eq = _mm_cmpeq_epi32(_mm_and_si128(ways, clean), want);
-            mask |= (_mm_movemask_ps(_mm_castsi128_ps(eq)) as u32) << (4 * q);
+        let ways = set.as_ptr().cast::<__m128i>();
+        // All ones in the lanes of quad `q` that hold `tag`.
+        let eq = |q: usize| _mm_cmpeq_epi32(_mm_and_si128(_mm_loadu_si128(ways.add(q)), clean), want);
+        match N {
+            4 => _mm_movemask_ps(_mm_castsi128_ps(eq(0))) as u32,
+            // Saturating packs keep 0 and −1: 32-bit lanes to 16, then to bytes.
+            8 => _mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(eq(0), eq(1)), _mm_setzero_si128())) as u32,
+            _ => _mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(eq(0), eq(1)), _mm_packs_epi32(eq(2), eq(3)))) as u32,
         }
-        mask
     }
 }
 
@@ -208,118 +306,367 @@ fn match_mask<const N: usize>(set: &[u32; N], tag: u32) -> u32 {
     set.iter().enumerate().fold(0, |mask, (i, &t)| mask | ((t & !DIRTY_TAG == tag) as u32) << i)
 }
 
-/// Puts `t` first in a set of `N` ways, moving every way down one place (the last
-/// drops out).
-#[inline(always)]
-fn push_front<const N: usize>(set: &mut [u32; N], t: u32) {
-    let old = *set;
-    set[1..].copy_from_slice(&old[..N - 1]);
-    set[0] = t;
+/// Dirty lines one access pushed out of the last level, in the order they left, for
+/// the memory to write.
+#[derive(Clone, Debug, Default)]
+pub struct Evicted {
+    lines: [u64; MAX_LEVELS],
+    len: usize,
 }
 
-struct Level {
+impl Evicted {
+    /// The lines (line numbers: physical address / 64).
+    #[inline]
+    pub fn lines(&self) -> &[u64] {
+        &self.lines[..self.len]
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    fn push(&mut self, line: u64) {
+        self.lines[self.len] = line;
+        self.len += 1;
+    }
+}
+
+/// One level: its sets (of every instance), their geometry and its counters.
+struct Level<S> {
+    sets: S,
+    set_bits: u32,
+    set_mask: usize,
+    /// All ones for a private level, 0 for a shared one: a core's instance starts at
+    /// set `(core & core_mask) << set_bits`.
+    core_mask: usize,
+    /// Instances: the cores for a private level, 1 for a shared one.
+    instances: usize,
     latency: u64,
-    shared: bool,
-    instances: Vec<TagArray>,
     hits: u64,
     misses: u64,
     writebacks: u64,
 }
 
-impl Level {
-    #[inline]
-    fn array(&mut self, core: usize) -> &mut TagArray {
-        let i = if self.shared { 0 } else { core };
-        &mut self.instances[i]
+impl<S: SetArray> Level<S> {
+    fn new(c: &CacheConfig, cores: usize, sets: impl FnOnce(usize, usize) -> S) -> Level<S> {
+        let per_instance = (c.size.bytes() / LINE_BYTES) as usize / c.ways;
+        let instances = if c.shared { 1 } else { cores };
+        Level {
+            sets: sets(per_instance * instances, c.ways),
+            set_bits: per_instance.trailing_zeros(),
+            set_mask: per_instance - 1,
+            core_mask: if c.shared { 0 } else { usize::MAX },
+            instances,
+            latency: c.latency_cycles,
+            hits: 0,
+            misses: 0,
+            writebacks: 0,
+        }
+    }
+
+    /// The set of `core`'s instance that `line` maps to.
+    #[inline(always)]
+    fn set_of(&self, core: usize, line: u64) -> usize {
+        (core & self.core_mask) << self.set_bits | (line as usize & self.set_mask)
+    }
+
+    #[inline(always)]
+    fn tag_of(&self, line: u64) -> u32 {
+        ((line >> self.set_bits) + 1) as u32
+    }
+
+    /// The line whose tag `tag` (dirty flag and all) is in set `set`.
+    #[inline(always)]
+    fn line_of(&self, set: usize, tag: u32) -> u64 {
+        (((tag & !DIRTY_TAG) as u64 - 1) << self.set_bits) | (set & self.set_mask) as u64
+    }
+}
+
+/// What the cold paths (flushes, reports) need of a level, whatever its sets.
+trait AnyLevel {
+    fn counters(&mut self) -> (&mut u64, &mut u64, &mut u64);
+    fn stats(&self) -> (u64, u64, u64);
+    /// Removes `line` from every instance; returns Some(dirty in any) if it was present.
+    fn remove_everywhere(&mut self, line: u64) -> Option<bool>;
+    fn holds_anywhere(&self, line: u64) -> bool;
+}
+
+impl<S: SetArray> AnyLevel for Level<S> {
+    fn counters(&mut self) -> (&mut u64, &mut u64, &mut u64) {
+        (&mut self.hits, &mut self.misses, &mut self.writebacks)
+    }
+
+    fn stats(&self) -> (u64, u64, u64) {
+        (self.hits, self.misses, self.writebacks)
+    }
+
+    fn remove_everywhere(&mut self, line: u64) -> Option<bool> {
+        let tag = self.tag_of(line);
+        (0..self.instances).filter_map(|core| self.sets.remove(self.set_of(core, line), tag)).reduce(|a, b| a | b)
+    }
+
+    fn holds_anywhere(&self, line: u64) -> bool {
+        (0..self.instances).any(|core| self.sets.peek(self.set_of(core, line), self.tag_of(line)))
+    }
+}
+
+/// A level and the levels below it, or memory ([`Memory`]): the hierarchy as a type,
+/// so that each level's associativity is a compile-time constant and an access is
+/// one straight path through the levels.
+trait Below {
+    /// Levels, memory not counted.
+    const DEPTH: usize;
+
+    /// Looks `line` up in this level and, on a miss, in the ones below, then fills
+    /// the levels that missed, the lowest first; a fill's dirty victim is written into
+    /// the level below (or into `evicted` from the last level). Returns how many
+    /// levels from this one missed (`DEPTH` when memory served the line) and the
+    /// latency (the last level's when memory served it). `write` makes the line dirty
+    /// in this level only: a write hit below the first level moves the data up.
+    fn access(&mut self, core: usize, line: u64, write: bool, evicted: &mut Evicted) -> (usize, u64);
+
+    /// Writes a dirty line into this level (most recent and dirty, allocating if
+    /// absent), or into `evicted` past the last level.
+    fn write_back(&mut self, core: usize, line: u64, evicted: &mut Evicted);
+
+    fn levels(&self) -> Vec<&dyn AnyLevel>;
+    fn levels_mut(&mut self) -> Vec<&mut dyn AnyLevel>;
+}
+
+/// Below the last level.
+struct Memory;
+
+impl Below for Memory {
+    const DEPTH: usize = 0;
+
+    #[inline(always)]
+    fn access(&mut self, _core: usize, _line: u64, _write: bool, _evicted: &mut Evicted) -> (usize, u64) {
+        (0, 0)
+    }
+
+    #[inline(always)]
+    fn write_back(&mut self, _core: usize, line: u64, evicted: &mut Evicted) {
+        evicted.push(line);
+    }
+
+    fn levels(&self) -> Vec<&dyn AnyLevel> {
+        Vec::new()
+    }
+
+    fn levels_mut(&mut self) -> Vec<&mut dyn AnyLevel> {
+        Vec::new()
+    }
+}
+
+/// Level `top` above `below`.
+struct Stack<S, B> {
+    top: Level<S>,
+    below: B,
+}
+
+impl<S: SetArray, B> Stack<S, B> {
+    /// The first step of [`Below::access`] alone: the result of a hit in the top level
+    /// (which it makes most recent, dirty if `write`); `None` on a miss, which changes
+    /// nothing.
+    #[inline(always)]
+    fn hit(&mut self, core: usize, line: u64, write: bool) -> Option<(usize, u64)> {
+        let l = &mut self.top;
+        if l.sets.lookup(l.set_of(core, line), l.tag_of(line), write) {
+            l.hits += 1;
+            return Some((0, l.latency));
+        }
+        None
+    }
+}
+
+impl<S: SetArray + 'static, B: Below> Below for Stack<S, B> {
+    const DEPTH: usize = B::DEPTH + 1;
+
+    #[inline(always)]
+    fn access(&mut self, core: usize, line: u64, write: bool, evicted: &mut Evicted) -> (usize, u64) {
+        let l = &mut self.top;
+        let (set, tag) = (l.set_of(core, line), l.tag_of(line));
+        if l.sets.lookup(set, tag, write) {
+            l.hits += 1;
+            return (0, l.latency);
+        }
+        l.misses += 1;
+        let (missed, latency) = self.below.access(core, line, false, evicted);
+        let l = &mut self.top;
+        let victim = l.sets.insert(set, tag | if write { DIRTY_TAG } else { 0 });
+        if victim & DIRTY_TAG != 0 {
+            l.writebacks += 1;
+            let line = l.line_of(set, victim);
+            self.below.write_back(core, line, evicted);
+        }
+        (missed + 1, if B::DEPTH == 0 { self.top.latency } else { latency })
+    }
+
+    #[inline(always)]
+    fn write_back(&mut self, core: usize, line: u64, evicted: &mut Evicted) {
+        let l = &mut self.top;
+        let (set, tag) = (l.set_of(core, line), l.tag_of(line));
+        if l.sets.lookup(set, tag, true) {
+            return;
+        }
+        let victim = l.sets.insert(set, tag | DIRTY_TAG);
+        if victim & DIRTY_TAG != 0 {
+            l.writebacks += 1;
+            let line = l.line_of(set, victim);
+            self.below.write_back(core, line, evicted);
+        }
+    }
+
+    fn levels(&self) -> Vec<&dyn AnyLevel> {
+        let mut v: Vec<&dyn AnyLevel> = vec![&self.top];
+        v.extend(self.below.levels());
+        v
+    }
+
+    fn levels_mut(&mut self) -> Vec<&mut dyn AnyLevel> {
+        let mut v: Vec<&mut dyn AnyLevel> = vec![&mut self.top];
+        v.extend(self.below.levels_mut());
+        v
+    }
+}
+
+type On<S, B> = Stack<S, B>;
+/// Hierarchies of one to [`MAX_LEVELS`] levels of any associativity.
+type Any1 = On<Sets, Memory>;
+type Any2 = On<Sets, Any1>;
+type Any3 = On<Sets, Any2>;
+type Any4 = On<Sets, Any3>;
+type Any5 = On<Sets, Any4>;
+
+/// The hierarchy, its shape chosen once when it is built: the presets' shapes with
+/// every associativity fixed at compile time, any other by its depth, with each
+/// level's associativity chosen per operation.
+enum Shape {
+    /// The default: 4-, 8- and 16-way (Rainbow's Table IV, most presets).
+    W4W8W16(On<Fixed<4>, On<Fixed<8>, On<Fixed<16>, Memory>>>),
+    /// 8-, 8- and 16-way (the memos preset).
+    W8W8W16(On<Fixed<8>, On<Fixed<8>, On<Fixed<16>, Memory>>>),
+    /// 4- and 16-way (the SpAR presets).
+    W4W16(On<Fixed<4>, On<Fixed<16>, Memory>>),
+    Any1(Any1),
+    Any2(Any2),
+    Any3(Any3),
+    Any4(Any4),
+    Any5(Any5),
+}
+
+macro_rules! each_shape {
+    ($s:expr, $h:ident => $e:expr) => {
+        match $s {
+            Shape::W4W8W16($h) => $e,
+            Shape::W8W8W16($h) => $e,
+            Shape::W4W16($h) => $e,
+            Shape::Any1($h) => $e,
+            Shape::Any2($h) => $e,
+            Shape::Any3($h) => $e,
+            Shape::Any4($h) => $e,
+            Shape::Any5($h) => $e,
+        }
+    };
+}
+
+impl Shape {
+    fn new(configs: &[CacheConfig], cores: usize) -> Shape {
+        fn fixed<const W: usize>(c: &CacheConfig, cores: usize) -> Level<Fixed<W>> {
+            Level::new(c, cores, |sets, _| Fixed::new(sets))
+        }
+        fn any<B>(c: &CacheConfig, cores: usize, below: B) -> On<Sets, B> {
+            On { top: Level::new(c, cores, Sets::new), below }
+        }
+        fn on<S, B>(top: Level<S>, below: B) -> On<S, B> {
+            On { top, below }
+        }
+        let ways: Vec<usize> = configs.iter().map(|c| c.ways).collect();
+        let c = configs;
+        match ways.as_slice() {
+            [4, 8, 16] => Shape::W4W8W16(on(fixed(&c[0], cores), on(fixed(&c[1], cores), on(fixed(&c[2], cores), Memory)))),
+            [8, 8, 16] => Shape::W8W8W16(on(fixed(&c[0], cores), on(fixed(&c[1], cores), on(fixed(&c[2], cores), Memory)))),
+            [4, 16] => Shape::W4W16(on(fixed(&c[0], cores), on(fixed(&c[1], cores), Memory))),
+            _ => {
+                let one = |i: usize| any(&c[i], cores, Memory);
+                match c.len() {
+                    1 => Shape::Any1(one(0)),
+                    2 => Shape::Any2(any(&c[0], cores, one(1))),
+                    3 => Shape::Any3(any(&c[0], cores, any(&c[1], cores, one(2)))),
+                    4 => Shape::Any4(any(&c[0], cores, any(&c[1], cores, any(&c[2], cores, one(3))))),
+                    _ => Shape::Any5(any(&c[0], cores, any(&c[1], cores, any(&c[2], cores, any(&c[3], cores, one(4)))))),
+                }
+            }
+        }
     }
 }
 
 /// All cache levels of the machine.
 pub struct Caches {
-    levels: Vec<Level>,
+    shape: Shape,
     names: Vec<String>,
+    depth: usize,
+    l1_latency: u64,
+    llc_latency: u64,
 }
 
 impl Caches {
+    /// The hierarchy of `configs` (validated: 1 to [`MAX_LEVELS`] levels) for `cores` cores.
     pub fn new(configs: &[CacheConfig], cores: usize) -> Caches {
-        let levels = configs
-            .iter()
-            .map(|c| {
-                let ways = c.ways;
-                let sets = (c.size.bytes() / LINE_BYTES) as usize / ways;
-                let n = if c.shared { 1 } else { cores };
-                Level {
-                    latency: c.latency_cycles,
-                    shared: c.shared,
-                    instances: (0..n).map(|_| TagArray::new(sets, ways)).collect(),
-                    hits: 0,
-                    misses: 0,
-                    writebacks: 0,
-                }
-            })
-            .collect();
-        Caches { levels, names: configs.iter().map(|c| c.name.clone()).collect() }
+        assert!((1..=MAX_LEVELS).contains(&configs.len()), "a hierarchy of {} levels", configs.len());
+        Caches {
+            shape: Shape::new(configs, cores),
+            names: configs.iter().map(|c| c.name.clone()).collect(),
+            depth: configs.len(),
+            l1_latency: configs[0].latency_cycles,
+            llc_latency: configs[configs.len() - 1].latency_cycles,
+        }
     }
 
+    #[inline]
     pub fn depth(&self) -> usize {
-        self.levels.len()
+        self.depth
     }
 
     /// Latency of a hit in the first level (part of the base CPI).
     pub fn l1_latency(&self) -> u64 {
-        self.levels.first().map_or(0, |l| l.latency)
+        self.l1_latency
     }
 
     /// Latency of the last level, paid before a memory access.
+    #[inline]
     pub fn llc_latency(&self) -> u64 {
-        self.levels.last().map_or(0, |l| l.latency)
+        self.llc_latency
     }
 
     /// Accesses the line holding physical address `paddr` from `core`. Returns the
-    /// level that hit (`depth()` when every level missed) and that level's latency;
-    /// `memory_write(line)` is called for every dirty line leaving the last level.
-    #[inline]
-    pub fn access(&mut self, core: usize, paddr: u64, write: bool, memory_write: &mut impl FnMut(u64)) -> (usize, u64) {
+    /// level that hit (`depth()` when every level missed) and that level's latency
+    /// (the last level's when memory served it); `evicted` gets the dirty lines that
+    /// left the last level, in order. Each level's set is found once: the set looked
+    /// up is the set a miss fills.
+    ///
+    /// A hit in the first level of the presets' shape is answered inline, where most
+    /// accesses end; everything else is a call ([`Caches::access_below`]).
+    #[inline(always)]
+    pub fn access(&mut self, core: usize, paddr: u64, write: bool, evicted: &mut Evicted) -> (usize, u64) {
         let line = paddr >> LINE_SHIFT;
-        let depth = self.levels.len();
-        let mut hit_level = depth;
-        for (i, level) in self.levels.iter_mut().enumerate() {
-            if level.array(core).lookup(line, write && i == 0) {
-                level.hits += 1;
-                hit_level = i;
-                break;
+        if let Shape::W4W8W16(h) = &mut self.shape {
+            if let Some(hit) = h.hit(core, line, write) {
+                evicted.len = 0;
+                return hit;
             }
-            level.misses += 1;
         }
-        // Fill the levels above the hit, most distant first; the line is dirty only in
-        // the first level (a write hit below the first level moves the data up).
-        for i in (0..hit_level).rev() {
-            self.install(core, i, line, write && i == 0, memory_write);
-        }
-        let latency = if hit_level < depth { self.levels[hit_level].latency } else { self.llc_latency() };
-        (hit_level, latency)
+        self.access_below(core, line, write, evicted)
     }
 
-    /// Puts `line` into level `i` with the given dirty flag, pushing a dirty victim one
-    /// level down (or to memory from the last level).
-    #[inline]
-    fn install(&mut self, core: usize, i: usize, line: u64, dirty: bool, memory_write: &mut impl FnMut(u64)) {
-        if let Some(victim) = self.levels[i].array(core).insert(line, dirty) {
-            self.levels[i].writebacks += 1;
-            self.write_back(core, i + 1, victim, memory_write);
-        }
-    }
-
-    /// Writes a dirty `line` into level `i` (or memory past the last level).
-    fn write_back(&mut self, core: usize, i: usize, line: u64, memory_write: &mut impl FnMut(u64)) {
-        if i == self.levels.len() {
-            memory_write(line);
-            return;
-        }
-        if self.levels[i].array(core).lookup(line, true) {
-            return;
-        }
-        self.install(core, i, line, true, memory_write);
+    /// [`Caches::access`] of `line` past the inline first-level hit (whose miss changed
+    /// nothing, so the first level is looked up again).
+    #[inline(never)]
+    fn access_below(&mut self, core: usize, line: u64, write: bool, evicted: &mut Evicted) -> (usize, u64) {
+        evicted.len = 0;
+        each_shape!(&mut self.shape, h => h.access(core, line, write, evicted))
     }
 
     /// Removes every line of the physical range [`paddr`, `paddr + bytes`) from every
@@ -328,15 +675,12 @@ impl Caches {
     pub fn flush_range(&mut self, paddr: u64, bytes: u64, memory_write: &mut impl FnMut(u64)) -> (u64, u64) {
         let first = paddr >> LINE_SHIFT;
         let last = (paddr + bytes).div_ceil(LINE_BYTES);
+        let mut levels = each_shape!(&mut self.shape, h => h.levels_mut());
         let mut dirty_lines = 0;
         for line in first..last {
             let mut dirty = false;
-            for level in &mut self.levels {
-                for arr in &mut level.instances {
-                    if let Some(d) = arr.remove(line) {
-                        dirty |= d;
-                    }
-                }
+            for level in &mut levels {
+                dirty |= level.remove_everywhere(line).unwrap_or(false);
             }
             if dirty {
                 dirty_lines += 1;
@@ -350,27 +694,30 @@ impl Caches {
     pub fn holds_any(&self, paddr: u64, bytes: u64) -> bool {
         let first = paddr >> LINE_SHIFT;
         let last = (paddr + bytes).div_ceil(LINE_BYTES);
-        (first..last).any(|line| {
-            self.levels.iter().any(|l| l.instances.iter().any(|a| a.peek(line)))
-        })
+        let levels = each_shape!(&self.shape, h => h.levels());
+        (first..last).any(|line| levels.iter().any(|l| l.holds_anywhere(line)))
     }
 
     /// Adds lookups that were not simulated (sampled mode's fast-forward): `served[l]`
     /// references served by level `l`, or by memory at index `depth()`. A reference
     /// served by level `l` hit there and missed every level above it.
     pub fn add_estimated(&mut self, served: &[u64]) {
-        let depth = self.levels.len();
-        for (i, level) in self.levels.iter_mut().enumerate() {
-            level.hits += served[i];
-            level.misses += served[i + 1..=depth].iter().sum::<u64>();
+        let depth = self.depth;
+        for (i, level) in each_shape!(&mut self.shape, h => h.levels_mut()).into_iter().enumerate() {
+            let (hits, misses, _) = level.counters();
+            *hits += served[i];
+            *misses += served[i + 1..=depth].iter().sum::<u64>();
         }
     }
 
     pub fn stats(&self) -> Vec<CacheStats> {
-        self.levels
+        each_shape!(&self.shape, h => h.levels())
             .iter()
             .zip(&self.names)
-            .map(|(l, n)| CacheStats { name: n.clone(), hits: l.hits, misses: l.misses, writebacks: l.writebacks })
+            .map(|(l, n)| {
+                let (hits, misses, writebacks) = l.stats();
+                CacheStats { name: n.clone(), hits, misses, writebacks }
+            })
             .collect()
     }
 }
@@ -441,22 +788,36 @@ mod tests {
         assert_eq!(match_mask(&four, 9), 0b1001);
     }
 
-    /// The spelled-out 4-, 8- and 16-way paths against a plain LRU list per set: the
-    /// same hits, the same dirty victims, the same recency order, on random lookups and
-    /// inserts over a few sets (2-way and 3-way sets take the general path).
+    /// One level of one instance, for tests of the set operations alone.
+    fn level(sets: usize, ways: usize) -> Level<Sets> {
+        let c = CacheConfig { size: Size(sets as u64 * ways as u64 * 64), ways, ..CacheConfig::default() };
+        Level::new(&c, 1, Sets::new)
+    }
+
+    /// The 4-, 8- and 16-way sets with their recency words, and sets of other
+    /// associativities in recency order, against a plain LRU list per set: the same
+    /// hits, the same dirty victims, the same recency order, on random lookups, fills
+    /// and removals over a few sets (2-way and 3-way sets take the general path).
     #[test]
     fn every_associativity_keeps_true_lru_order() {
         let mut rng = crate::rng::Rng::new(7);
         for ways in [2, 3, 4, 8, 16] {
             let sets = 4;
-            let mut arr = TagArray::new(sets, ways);
+            let mut arr = level(sets, ways);
             // Per set: (line, dirty), most recent first.
             let mut model: Vec<Vec<(u64, bool)>> = vec![Vec::new(); sets];
-            for _ in 0..20_000 {
+            for _ in 0..40_000 {
                 let line = rng.below(sets as u64 * (ways as u64 + 3));
                 let write = rng.chance(0.3);
                 let set = &mut model[(line % sets as u64) as usize];
-                let hit = arr.lookup(line, write);
+                let (s, tag) = (arr.set_of(0, line), arr.tag_of(line));
+                assert_eq!(arr.sets.peek(s, tag), set.iter().any(|&(l, _)| l == line));
+                if rng.chance(0.1) {
+                    let removed = set.iter().position(|&(l, _)| l == line).map(|way| set.remove(way).1);
+                    assert_eq!(arr.sets.remove(s, tag), removed, "{ways}-way: line {line} removed");
+                    continue;
+                }
+                let hit = arr.sets.lookup(s, tag, write);
                 match set.iter().position(|&(l, _)| l == line) {
                     Some(way) => {
                         assert!(hit, "{ways}-way: line {line} is cached");
@@ -465,7 +826,8 @@ mod tests {
                     }
                     None => {
                         assert!(!hit, "{ways}-way: line {line} is not cached");
-                        let victim = arr.insert(line, write);
+                        let victim = arr.sets.insert(s, tag | if write { DIRTY_TAG } else { 0 });
+                        let victim = (victim & DIRTY_TAG != 0).then(|| arr.line_of(s, victim));
                         set.insert(0, (line, write));
                         let dropped = (set.len() > ways).then(|| set.pop().unwrap());
                         assert_eq!(victim, dropped.filter(|&(_, d)| d).map(|(l, _)| l), "{ways}-way: the dirty victim");
@@ -473,23 +835,131 @@ mod tests {
                 }
             }
             for (i, set) in model.iter().enumerate() {
-                let tags: Vec<u32> = set.iter().map(|&(l, d)| ((l >> 2) + 1) as u32 | if d { DIRTY_TAG } else { 0 }).collect();
-                assert_eq!(&arr.tags[i * ways..i * ways + set.len()], &tags[..], "{ways}-way: set {i} in recency order");
+                let mut tags: Vec<u32> = set.iter().map(|&(l, d)| ((l >> 2) + 1) as u32 | if d { DIRTY_TAG } else { 0 }).collect();
+                tags.resize(ways, 0);
+                assert_eq!(arr.sets.recency(i), tags, "{ways}-way: set {i} in recency order, empty ways last");
             }
         }
+    }
+
+    /// Hierarchies of every shape (the spelled-out ones and the general one), with
+    /// private and shared levels and three cores, against the hierarchy's rules spelled
+    /// out on plain LRU lists: the same level served every access, the same lines
+    /// reached memory in the same order, the same counts.
+    #[test]
+    fn every_shape_matches_the_rules_on_lru_lists() {
+        let level = |size: u64, ways: usize, shared: bool| CacheConfig { name: "L".into(), size: Size(size), ways, latency_cycles: ways as u64, shared };
+        for configs in [
+            vec![level(512, 4, false), level(1024, 2, false), level(4096, 16, true)],
+            vec![level(512, 4, false), level(1024, 8, false), level(4096, 16, true)],
+            vec![level(512, 8, false), level(1024, 8, false), level(4096, 16, true)],
+            vec![level(512, 4, false), level(2048, 16, true)],
+            vec![level(256, 4, true)],
+            vec![level(256, 2, false), level(512, 4, false), level(1024, 8, false), level(2048, 16, true), level(4096, 32, true)],
+        ] {
+            let depth = configs.len();
+            let cores = 3;
+            let mut m = Model {
+                sets: configs.iter().map(|c| (c.size.bytes() / 64) as usize / c.ways).collect(),
+                ways: configs.iter().map(|c| c.ways).collect(),
+                shared: configs.iter().map(|c| c.shared).collect(),
+                lines: configs
+                    .iter()
+                    .map(|c| vec![vec![Vec::new(); (c.size.bytes() / 64) as usize / c.ways]; if c.shared { 1 } else { cores }])
+                    .collect(),
+                memory: Vec::new(),
+            };
+            let mut c = Caches::new(&configs, cores);
+            let mut evicted = Evicted::default();
+            let mut memory = Vec::new();
+            let mut rng = crate::rng::Rng::new(11);
+            for _ in 0..50_000 {
+                let core = rng.below(cores as u64) as usize;
+                let line = rng.below(200);
+                let write = rng.chance(0.4);
+                let (level, latency) = c.access(core, line << 6, write, &mut evicted);
+                memory.extend_from_slice(evicted.lines());
+                let hit = (0..depth).find(|&i| m.lookup(i, core, line, write && i == 0)).unwrap_or(depth);
+                for i in (0..hit).rev() {
+                    m.install(i, core, line, write && i == 0);
+                }
+                assert_eq!((level, latency), (hit, configs[hit.min(depth - 1)].latency_cycles), "line {line} from core {core}");
+            }
+            assert_eq!(memory, m.memory, "the same write-backs in the same order");
+            assert!(memory.len() > 1000);
+            for (i, s) in c.stats().iter().enumerate() {
+                assert!(s.hits > 100 && s.misses > 100, "level {i} of {depth} is exercised: {s:?}");
+            }
+        }
+    }
+
+    /// One set of the model: (line, dirty), most recent first.
+    type ModelSet = Vec<(u64, bool)>;
+
+    /// Per level, per instance, per set: the lines; the hierarchy's rules on them.
+    struct Model {
+        sets: Vec<usize>,
+        ways: Vec<usize>,
+        shared: Vec<bool>,
+        lines: Vec<Vec<Vec<ModelSet>>>,
+        memory: Vec<u64>,
+    }
+
+    impl Model {
+        fn set(&mut self, i: usize, core: usize, line: u64) -> &mut ModelSet {
+            let inst = if self.shared[i] { 0 } else { core };
+            let s = (line % self.sets[i] as u64) as usize;
+            &mut self.lines[i][inst][s]
+        }
+
+        /// Looks up; on a hit makes the line most recent, dirty if `write`.
+        fn lookup(&mut self, i: usize, core: usize, line: u64, write: bool) -> bool {
+            let set = self.set(i, core, line);
+            let Some(way) = set.iter().position(|&(l, _)| l == line) else { return false };
+            let (l, d) = set.remove(way);
+            set.insert(0, (l, d || write));
+            true
+        }
+
+        fn install(&mut self, i: usize, core: usize, line: u64, dirty: bool) {
+            let ways = self.ways[i];
+            let set = self.set(i, core, line);
+            set.insert(0, (line, dirty));
+            if set.len() > ways {
+                if let Some((victim, true)) = set.pop() {
+                    self.write_back(i + 1, core, victim);
+                }
+            }
+        }
+
+        fn write_back(&mut self, i: usize, core: usize, line: u64) {
+            if i == self.sets.len() {
+                self.memory.push(line);
+            } else if !self.lookup(i, core, line, true) {
+                self.install(i, core, line, true);
+            }
+        }
+    }
+
+    /// Runs `access` and collects the write-backs.
+    fn access(c: &mut Caches, core: usize, paddr: u64, write: bool, mem: &mut Vec<u64>) -> (usize, u64) {
+        let mut evicted = Evicted::default();
+        let out = c.access(core, paddr, write, &mut evicted);
+        mem.extend_from_slice(evicted.lines());
+        out
     }
 
     #[test]
     fn hits_and_misses_of_a_short_sequence() {
         let mut c = Caches::new(&two_level(), 1);
         let mut mem = Vec::new();
-        let mut w = |l| mem.push(l);
+        let w = &mut mem;
         // Lines A=0, B=1, C=2 (addresses 0, 64, 128).
-        assert_eq!(c.access(0, 0, false, &mut w), (2, 10)); // A: miss both → memory
-        assert_eq!(c.access(0, 64, false, &mut w), (2, 10)); // B: miss both
-        assert_eq!(c.access(0, 0, false, &mut w), (0, 2)); // A: L1 hit
-        assert_eq!(c.access(0, 128, false, &mut w), (2, 10)); // C: evicts B from L1 (LRU)
-        assert_eq!(c.access(0, 64, false, &mut w), (1, 10)); // B: L1 miss, L2 hit
+        assert_eq!(access(&mut c, 0, 0, false, w), (2, 10)); // A: miss both → memory
+        assert_eq!(access(&mut c, 0, 64, false, w), (2, 10)); // B: miss both
+        assert_eq!(access(&mut c, 0, 0, false, w), (0, 2)); // A: L1 hit
+        assert_eq!(access(&mut c, 0, 128, false, w), (2, 10)); // C: evicts B from L1 (LRU)
+        assert_eq!(access(&mut c, 0, 64, false, w), (1, 10)); // B: L1 miss, L2 hit
         let s = c.stats();
         assert_eq!((s[0].hits, s[0].misses), (1, 4));
         assert_eq!((s[1].hits, s[1].misses), (1, 3));
@@ -500,19 +970,13 @@ mod tests {
     fn dirty_lines_write_back_level_by_level() {
         let mut c = Caches::new(&two_level(), 1);
         let mut mem = Vec::new();
-        {
-            let mut w = |l| mem.push(l);
-            c.access(0, 0, true, &mut w); // A dirty in L1
-            c.access(0, 64, false, &mut w); // B
-            c.access(0, 128, false, &mut w); // C evicts dirty A from L1 → written into L2
-        }
+        access(&mut c, 0, 0, true, &mut mem); // A dirty in L1
+        access(&mut c, 0, 64, false, &mut mem); // B
+        access(&mut c, 0, 128, false, &mut mem); // C evicts dirty A from L1 → written into L2
         assert!(mem.is_empty(), "A went to L2, not memory");
-        {
-            // Five more distinct lines push A out of the 4-way L2 → one memory write of line 0.
-            let mut w = |l| mem.push(l);
-            for line in 3..8 {
-                c.access(0, line * 64, false, &mut w);
-            }
+        // Five more distinct lines push A out of the 4-way L2 → one memory write of line 0.
+        for line in 3..8 {
+            access(&mut c, 0, line * 64, false, &mut mem);
         }
         assert_eq!(mem, vec![0]);
     }
@@ -521,10 +985,9 @@ mod tests {
     fn flush_writes_back_dirty_lines_once_and_removes_all_copies() {
         let mut c = Caches::new(&two_level(), 2);
         let mut mem = Vec::new();
-        let mut w = |l| mem.push(l);
-        c.access(0, 4096, true, &mut w); // dirty in core 0's L1, clean copy in L2
-        c.access(1, 4096 + 64, false, &mut w);
-        assert_eq!(c.flush_range(4096, 4096, &mut w), (64, 1));
+        access(&mut c, 0, 4096, true, &mut mem); // dirty in core 0's L1, clean copy in L2
+        access(&mut c, 1, 4096 + 64, false, &mut mem);
+        assert_eq!(c.flush_range(4096, 4096, &mut |l| mem.push(l)), (64, 1));
         assert_eq!(mem, vec![4096 / 64]);
         assert!(!c.holds_any(4096, 4096));
     }
@@ -532,9 +995,9 @@ mod tests {
     #[test]
     fn private_levels_are_per_core() {
         let mut c = Caches::new(&two_level(), 2);
-        let mut w = |_| {};
-        c.access(0, 0, false, &mut w);
+        let mut mem = Vec::new();
+        access(&mut c, 0, 0, false, &mut mem);
         // Core 1 misses its own L1 but hits the shared L2.
-        assert_eq!(c.access(1, 0, false, &mut w), (1, 10));
+        assert_eq!(access(&mut c, 1, 0, false, &mut mem), (1, 10));
     }
 }

@@ -49,11 +49,19 @@ pub struct Core {
     /// fractional CPIs and 1/MLP are exact and deterministic.
     pub(crate) cpi_rem: u64,
     pub(crate) stall_rem: u64,
+    pub(crate) leaf_hints: LeafHints,
 }
 
 impl Core {
     pub(crate) fn new(tlb: &TlbConfig, levels: u32, huge_shift: u32) -> Core {
-        Core { clock: 0, tlb: Tlb::new(tlb, levels, huge_shift), stats: CoreStats::default(), cpi_rem: 0, stall_rem: 0 }
+        Core {
+            clock: 0,
+            tlb: Tlb::new(tlb, levels, huge_shift),
+            stats: CoreStats::default(),
+            cpi_rem: 0,
+            stall_rem: 0,
+            leaf_hints: LeafHints::new(huge_shift),
+        }
     }
 
     /// Stalls the core for `cycles` of mechanism work (its own handler, or an
@@ -62,5 +70,49 @@ impl Core {
     pub(crate) fn stall(&mut self, cycles: u64) {
         self.clock += cycles;
         self.stats.mechanism_cycles += cycles;
+    }
+}
+
+/// Where in the host's memory the core's walks last found leaf page-table entries: per
+/// huge-page-sized region (direct-mapped by region number, without tags), the host
+/// address of the page-table node holding the region's base-page leaves. Host-side
+/// only: the engine prefetches the leaf of a reference a few places ahead from it
+/// ([`super::Machine::prefetch_far`]) in a few instructions, where finding the leaf
+/// would take a walk. A hint that went stale (the node freed, the table's storage
+/// moved, another region or tenant in the slot) names memory that is merely not worth
+/// prefetching: a prefetch never faults, and nothing is read from it.
+pub(crate) struct LeafHints {
+    /// Host addresses of nodes, by region number modulo [`HINTS`] (0: none).
+    nodes: Box<[usize; HINTS]>,
+    huge_shift: u32,
+    /// Base pages per region, less one.
+    leaf_mask: usize,
+}
+
+/// Regions [`LeafHints`] holds: 8 192 regions of 2 MiB cover 16 GiB of base pages in
+/// 64 KiB a core.
+const HINTS: usize = 8192;
+
+impl LeafHints {
+    fn new(huge_shift: u32) -> LeafHints {
+        LeafHints { nodes: Box::new([0; HINTS]), huge_shift, leaf_mask: (1 << (huge_shift - 12)) - 1 }
+    }
+
+    /// Notes that the base-page leaves of the region holding `vaddr` are in the
+    /// page-table node at host address `node`.
+    #[inline]
+    pub(crate) fn note(&mut self, vaddr: u64, node: usize) {
+        self.nodes[(vaddr >> self.huge_shift) as usize % HINTS] = node;
+    }
+
+    /// Starts loading the leaf page-table entry of `vaddr` into the host's caches, if
+    /// a walk of its region (or of another region in its slot) was noted.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, vaddr: u64) {
+        let node = self.nodes[(vaddr >> self.huge_shift) as usize % HINTS];
+        if node != 0 {
+            let leaf = node + ((vaddr >> 12) as usize & self.leaf_mask) * 8;
+            super::tier::prefetch(leaf as *const u64);
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! mechanism's accesses issued one after another on its own clock form a stream
 //! (see "Time and timing model" in DESIGN.md and docs/machine.md).
 
-use super::cache::{CacheConfig, Caches};
+use super::cache::{CacheConfig, Caches, Evicted};
 use super::events::{MemEvent, MemKind, Observer};
 use super::redirect::Redirect;
 use super::tier::Tier;
@@ -19,37 +19,64 @@ pub struct DemandStats {
     pub latency_cycles: u64,
 }
 
+/// What an access adds to a tier's [`DemandStats`]: reads and writes (by `write`),
+/// and the latency.
+#[derive(Clone, Copy, Debug, Default)]
+struct DemandCounts {
+    by_write: [u64; 2],
+    latency_cycles: u64,
+}
+
 /// The tiers as the memory controller sees them.
 pub struct Tiers {
     tiers: Vec<Tier>,
-    /// Per tier: [first frame, one past the last).
-    bounds: Vec<(u64, u64)>,
-    demand: Vec<DemandStats>,
+    demand: Vec<DemandCounts>,
+    /// Per region of `1 << region_shift` bytes of physical memory: the physical
+    /// address of the first byte of the tier holding it, with the tier's index in the
+    /// low 12 bits (tiers start at frame boundaries). A tier starts at a region
+    /// boundary, so a region belongs to one tier at most.
+    regions: Vec<u64>,
+    region_shift: u32,
 }
 
+/// The largest region of [`Tiers::regions`]: tiers start at 1 GiB boundaries
+/// (`alloc::tier_bases`), so a machine's table has one entry per GiB.
+const REGION_SHIFT: u32 = 30;
+
 impl Tiers {
+    /// The tiers, each with its [first frame, one past the last frame).
     pub(crate) fn new(tiers: Vec<Tier>, bounds: Vec<(u64, u64)>) -> Tiers {
         let n = tiers.len();
-        Tiers { tiers, bounds, demand: vec![DemandStats::default(); n] }
+        assert!(n < 1 << 12, "{n} tiers");
+        let region_shift = bounds.iter().map(|&(first, _)| (first << 12).trailing_zeros()).min().unwrap_or(REGION_SHIFT).min(REGION_SHIFT);
+        let end = bounds.last().map_or(0, |&(_, last)| last << 12);
+        let regions = (0..end.div_ceil(1 << region_shift))
+            .map(|r| {
+                let t = TierId::holding(&bounds, (r << region_shift) >> 12);
+                bounds[t.index()].0 << 12 | t.0 as u64
+            })
+            .collect();
+        Tiers { tiers, demand: vec![DemandCounts::default(); n], regions, region_shift }
     }
 
     /// The tier holding frame `pfn`.
     #[inline]
     pub fn tier_of(&self, pfn: u64) -> TierId {
-        TierId::holding(&self.bounds, pfn)
+        self.locate(pfn << 12).0
     }
 
-    /// Tier and tier-local address of physical address `paddr`.
+    /// Tier and tier-local address of physical address `paddr`: one load from the
+    /// region table.
     #[inline]
     fn locate(&self, paddr: u64) -> (TierId, u64) {
-        let t = self.tier_of(paddr >> 12);
-        (t, paddr - (self.bounds[t.index()].0 << 12))
+        let region = self.regions[(paddr >> self.region_shift) as usize];
+        (TierId((region & 0xfff) as u8), paddr - (region & !0xfff))
     }
 
     /// One 64-byte access at physical address `paddr` arriving at cycle `at`, timed by
     /// its tier (queueing included), counted and reported to the observer. Returns its
     /// latency.
-    #[inline]
+    #[inline(always)]
     pub fn access<O: Observer>(&mut self, core: usize, paddr: u64, write: bool, kind: MemKind, at: u64, obs: &mut O) -> u64 {
         self.access_as(core, paddr, paddr, write, kind, at, obs)
     }
@@ -57,16 +84,14 @@ impl Tiers {
     /// [`Tiers::access`] of an access the memory controller redirected: served at
     /// physical address `real`, reported to the observer under the address `paddr`
     /// the OS and the caches know it by.
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub fn access_as<O: Observer>(&mut self, core: usize, paddr: u64, real: u64, write: bool, kind: MemKind, at: u64, obs: &mut O) -> u64 {
         let (t, local) = self.locate(real);
         let latency = self.tiers[t.index()].access(local, write, at);
         if kind == MemKind::Demand {
             let d = &mut self.demand[t.index()];
-            d.accesses += 1;
-            d.reads += !write as u64;
-            d.writes += write as u64;
+            d.by_write[write as usize] += 1;
             d.latency_cycles += latency;
         }
         obs.on_memory_access(&MemEvent { core, paddr, tier: t, write, kind, latency });
@@ -100,8 +125,10 @@ impl Tiers {
         &self.tiers
     }
 
-    pub fn demand(&self, t: TierId) -> &DemandStats {
-        &self.demand[t.index()]
+    pub fn demand(&self, t: TierId) -> DemandStats {
+        let d = &self.demand[t.index()];
+        let [reads, writes] = d.by_write;
+        DemandStats { accesses: reads + writes, reads, writes, latency_cycles: d.latency_cycles }
     }
 
     /// Counts a demand access of tier `t` that took `measured` cycles as having taken
@@ -121,11 +148,14 @@ pub const MAX_IN_FLIGHT: usize = 256;
 pub struct Memory {
     pub(crate) caches: Caches,
     pub(crate) tiers: Tiers,
+    /// The dirty lines the latest access pushed out of the caches (kept here so that
+    /// an access does not set up a buffer of its own).
+    evicted: Evicted,
 }
 
 impl Memory {
     pub(crate) fn new(caches: &[CacheConfig], cores: usize, tiers: Tiers) -> Memory {
-        Memory { caches: Caches::new(caches, cores), tiers }
+        Memory { caches: Caches::new(caches, cores), tiers, evicted: Evicted::default() }
     }
 
     /// One access of `core` to the line holding `paddr` through the cache hierarchy,
@@ -147,26 +177,40 @@ impl Memory {
         background: bool,
         obs: &mut O,
     ) -> (usize, u64) {
-        let mut wbs = [0u64; 8];
-        let mut n_wb = 0;
-        let mut overflow = Vec::new();
-        let (level, lat) = self.caches.access(core, paddr, write, &mut |line| {
-            if n_wb < wbs.len() {
-                wbs[n_wb] = line;
-                n_wb += 1;
-            } else {
-                overflow.push(line);
-            }
-        });
-        for &line in wbs[..n_wb].iter().chain(&overflow) {
+        let (level, lat) = self.caches.access(core, paddr, write, &mut self.evicted);
+        if level < self.caches.depth() && self.evicted.is_empty() {
+            return (level, lat);
+        }
+        (level, self.beyond_caches(r, core, paddr, level, lat, kind, at, background, obs))
+    }
+
+    /// The memory side of [`Memory::cached`], out of its way when the caches served
+    /// the access and kept their dirty lines: the write-backs of the lines the access
+    /// pushed out (posted at `at`), then, when every level missed (`level` is the
+    /// depth), the read of the line after the caches' latency `lat`. Returns the
+    /// access's latency.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn beyond_caches<R: Redirect, O: Observer>(
+        &mut self,
+        r: &mut R,
+        core: usize,
+        paddr: u64,
+        level: usize,
+        lat: u64,
+        kind: MemKind,
+        at: u64,
+        background: bool,
+        obs: &mut O,
+    ) -> u64 {
+        for &line in self.evicted.lines() {
             r.memory(&mut self.tiers, core, line << 6, true, MemKind::Writeback, at, background, obs);
         }
         if level == self.caches.depth() {
             // A store miss reads the line (write-allocate); the write reaches memory on eviction.
-            let mem = r.memory(&mut self.tiers, core, paddr, false, kind, at + lat, background, obs);
-            (level, lat + mem)
+            lat + r.memory(&mut self.tiers, core, paddr, false, kind, at + lat, background, obs)
         } else {
-            (level, lat)
+            lat
         }
     }
 

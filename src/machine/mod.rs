@@ -591,24 +591,23 @@ impl<R: Redirect> Machine<R> {
     pub fn access_in<const M: u8, O: Observer>(&mut self, core: usize, a: &Access, obs: &mut O) -> RefOutcome {
         debug_assert!(M != FAST || R::PLAIN, "fast-forward on a machine with a redirection structure");
         let write = a.is_write();
-        {
-            let c = &mut self.cores[core];
-            let instrs = a.instrs as u64 + 1;
-            let scaled = instrs * self.timing.cpi_fp + c.cpi_rem;
-            c.clock += scaled / FP;
-            c.cpi_rem = scaled % FP;
-            c.stats.base_cycles += scaled / FP;
-            c.stats.instructions += instrs;
-            c.stats.references += 1;
-            c.stats.reads += !write as u64;
-            c.stats.writes += write as u64;
-        }
         let tenant = a.tenant;
-        let (entry, mut translation, mut found) = match self.cores[core].tlb.lookup(tenant, a.vaddr) {
-            Some((TlbHit::L1, e)) => (e, 0, Some(TlbHit::L1)),
-            Some((TlbHit::L2, e)) => (e, self.timing.l2_tlb_cycles, Some(TlbHit::L2)),
+        // The core is borrowed twice: up to its L1 TLBs, and from the translation on
+        // (the caches, tiers and cost model are other fields of the machine).
+        let c = &mut self.cores[core];
+        let instrs = a.instrs as u64 + 1;
+        let scaled = instrs * self.timing.cpi_fp + c.cpi_rem;
+        c.clock += scaled / FP;
+        c.cpi_rem = scaled % FP;
+        c.stats.base_cycles += scaled / FP;
+        c.stats.instructions += instrs;
+        c.stats.references += 1;
+        c.stats.reads += !write as u64;
+        c.stats.writes += write as u64;
+        let (entry, mut translation, mut found) = match c.tlb.lookup_l1(tenant, a.vaddr) {
+            Some(e) => (e, 0, Some(TlbHit::L1)),
             None => match self.translate_miss::<M, O>(core, tenant, a.vaddr, write, obs) {
-                Some((e, c)) => (e, c, None),
+                Some(t) => t,
                 None => return RefOutcome::default(),
             },
         };
@@ -631,16 +630,17 @@ impl<R: Redirect> Machine<R> {
                 found = Some(TlbHit::L2);
             }
         }
+        let c = &mut self.cores[core];
         match found {
-            Some(TlbHit::L1) => self.cores[core].stats.tlb_l1_hits += 1,
-            Some(TlbHit::L2) => self.cores[core].stats.tlb_l2_hits += 1,
+            Some(TlbHit::L1) => c.stats.tlb_l1_hits += 1,
+            Some(TlbHit::L2) => c.stats.tlb_l2_hits += 1,
             None => {}
         }
         let paddr = pfn << 12 | (a.vaddr & 0xfff);
-        self.cores[core].clock += translation;
-        self.cores[core].stats.translation_cycles += translation;
+        c.clock += translation;
+        c.stats.translation_cycles += translation;
 
-        let at = self.cores[core].clock;
+        let at = c.clock;
         // (The tier of the data only matters to sampled mode's model.)
         let tier = if M == FIT || M == FAST { self.mem.tiers.tier_of(pfn).index() } else { 0 };
         let (recent, evicted) = if M == DETAILED { (false, None) } else { self.recent.touch(paddr, M == FAST && write) };
@@ -665,7 +665,6 @@ impl<R: Redirect> Machine<R> {
             self.redirect.memory_charge_taken(at_memory);
         }
         let beyond_l1 = latency.saturating_sub(self.timing.l1_latency);
-        let c = &mut self.cores[core];
         let stall = if a.is_dependent() {
             beyond_l1
         } else {
@@ -690,14 +689,14 @@ impl<R: Redirect> Machine<R> {
         RefOutcome { translation_cycles: translation, data_cycles: beyond_l1, paddr, level }
     }
 
-    /// Host-side prefetch for a reference a few places ahead: if it will miss the L1
-    /// TLB, start loading its leaf page-table entry. Changes nothing simulated.
-    #[inline]
+    /// Host-side prefetch for a reference a few places ahead: starts loading its leaf
+    /// page-table entry, if a walk of its region told the core where the leaves are
+    /// (`core::LeafHints`). Changes nothing simulated. (It takes `gups` at 8 GiB, whose
+    /// leaf entries are a 16 MiB array read at random, from 4.8 to 7.5 M references a
+    /// second; BENCHMARKS.md, issue 41.)
+    #[inline(always)]
     pub fn prefetch_far(&self, core: usize, a: &Access) {
-        let t = &self.space.tenants()[a.tenant as usize];
-        if t.guest.is_none() && !self.cores[core].tlb.l1_holds(a.tenant, a.vaddr) {
-            t.table.prefetch_leaf(a.vaddr);
-        }
+        self.cores[core].leaf_hints.prefetch(a.vaddr);
     }
 
     /// Sets the Dirty bit of the PTE behind `entry` with a write through the caches
@@ -779,18 +778,21 @@ impl<R: Redirect> Machine<R> {
 
     /// Walk references `refs` (physical addresses of page-table entries) through the
     /// caches, each issued when the previous one has completed, from `after` cycles
-    /// into the reference; returns their latency.
+    /// into the reference; returns their latency. The walk's counters are updated once.
     #[inline]
     fn walk_refs<const M: u8, O: Observer>(&mut self, core: usize, refs: &[u64], after: u64, obs: &mut O) -> u64 {
         let start = self.cores[core].clock + after;
+        let depth = self.mem.caches.depth();
         let mut cycles = 0;
+        let mut memory = 0;
         for &pa in refs {
             let (level, lat) = self.walk_cached::<M, O>(core, pa, false, start + cycles, obs);
             cycles += lat;
-            let s = &mut self.cores[core].stats;
-            s.walk_references += 1;
-            s.walk_memory_accesses += (level == self.mem.caches.depth()) as u64;
+            memory += (level == depth) as u64;
         }
+        let s = &mut self.cores[core].stats;
+        s.walk_references += refs.len() as u64;
+        s.walk_memory_accesses += memory;
         cycles
     }
 
@@ -822,8 +824,9 @@ impl<R: Redirect> Machine<R> {
     /// Translates `addr` in tenant's managed table with a timed walk starting `after`
     /// cycles into the reference, mapping the page on first touch; the references the
     /// paging-structure caches skip are not issued. Returns (leaf entry, whether it is
-    /// huge, walk cycles, leaf slot).
-    #[inline]
+    /// huge, walk cycles, leaf slot). (Inlined into the TLB miss, whose common part it
+    /// is, and into the nested walk.)
+    #[inline(always)]
     fn managed_walk<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, addr: u64, write: bool, after: u64, obs: &mut O) -> Option<(u64, bool, u64, usize)> {
         let mut path = WalkPath::default();
         let mut extra = 0;
@@ -918,14 +921,22 @@ impl<R: Redirect> Machine<R> {
         }
     }
 
-    /// Handles a TLB miss: walks (two-dimensionally for VMs), takes poison faults,
-    /// fills the TLB. Returns the entry and the cycles spent; `None` if memory ran out.
-    #[cold]
+    /// Translates after a miss in the L1 TLBs: the L2 TLB, whose hit refills the L1;
+    /// on a miss there too, a walk (two-dimensional for VMs) that takes poison faults
+    /// and fills the TLBs. Returns the entry, the cycles spent and the TLB level that
+    /// hit (`None` after a walk); `None` if memory ran out.
     #[inline(never)]
-    fn translate_miss<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, write: bool, obs: &mut O) -> Option<(TlbEntry, u64)> {
+    fn translate_miss<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, write: bool, obs: &mut O) -> Option<(TlbEntry, u64, Option<TlbHit>)> {
+        if let Some(e) = self.cores[core].tlb.lookup_l2(tenant, vaddr) {
+            return Some((e, self.timing.l2_tlb_cycles, Some(TlbHit::L2)));
+        }
         self.cores[core].stats.tlb_misses += 1;
         let (entry, huge, mut cycles, addr, managed_huge, slot) = if self.space.tenants()[tenant as usize].guest.is_none() {
             let (e, huge, c, slot) = self.managed_walk::<M, O>(core, tenant, vaddr, write, 0, obs)?;
+            if !huge {
+                let node = self.space.tenants()[tenant as usize].table.node_host_addr(slot);
+                self.cores[core].leaf_hints.note(vaddr, node);
+            }
             (e, huge, c, vaddr, huge, slot as u32)
         } else {
             let (e, huge, c, gpa, ept_huge) = self.nested_walk::<M, O>(core, tenant, vaddr, write, obs)?;
@@ -951,7 +962,7 @@ impl<R: Redirect> Machine<R> {
         // as a 4 KiB translation.)
         let tlb_entry = TlbEntry { base_pfn: entry >> 12, huge, dirty: entry & DIRTY != 0 && !clean, slot };
         self.cores[core].tlb.fill(tenant, vaddr, tlb_entry);
-        Some((tlb_entry, cycles))
+        Some((tlb_entry, cycles, None))
     }
 
     /// Maps the page holding managed address `addr` of `tenant` on first touch.

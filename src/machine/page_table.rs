@@ -52,12 +52,6 @@ pub struct WalkPath {
 }
 
 impl WalkPath {
-    #[inline]
-    fn push(&mut self, addr: u64) {
-        self.addrs[self.len] = addr;
-        self.len += 1;
-    }
-
     pub fn as_slice(&self) -> &[u64] {
         &self.addrs[..self.len]
     }
@@ -123,7 +117,7 @@ impl PageTable {
     /// Creates an empty table with `levels` levels (4 or 5) and huge pages of
     /// `1 << huge_shift` bytes; the root's frames come from `frames`.
     pub fn new(levels: u32, huge_shift: u32, frames: &mut impl NodeFrames) -> Option<PageTable> {
-        debug_assert!((levels as usize) <= MAX_LEVELS, "a page table of {levels} levels");
+        assert!(levels == 4 || levels == 5, "a page table of {levels} levels");
         let va_bits = super::PageTableConfig { levels, ..Default::default() }.va_bits();
         let mut pt = PageTable {
             entries: Vec::new(),
@@ -298,44 +292,49 @@ impl PageTable {
     }
 
     /// Walks to the leaf mapping `va`, recording the physical address of every entry
-    /// read in `path` (when given). Returns the leaf if the page is mapped.
+    /// read in `path` (when given; its length only when the page is mapped). Returns the
+    /// leaf if the page is mapped.
     #[inline]
-    pub fn walk(&self, va: u64, mut path: Option<&mut WalkPath>) -> Option<Leaf> {
+    pub fn walk(&self, va: u64, path: Option<&mut WalkPath>) -> Option<Leaf> {
+        if self.levels == 4 {
+            self.walk_levels::<4>(va, path)
+        } else {
+            self.walk_levels::<5>(va, path)
+        }
+    }
+
+    /// [`PageTable::walk`] of a table of `L` levels: the levels unrolled, each index a
+    /// shift and a mask prepared when the table was built.
+    #[inline(always)]
+    fn walk_levels<const L: usize>(&self, va: u64, mut path: Option<&mut WalkPath>) -> Option<Leaf> {
         let mut base = 0usize; // the root occupies the first chunks
-        let mut level = self.levels;
-        loop {
-            let slot = base + self.index(va, level);
+        for read in 0..L {
+            let level = L - read;
+            let (shift, mask) = self.level_index[level];
+            let slot = base + ((va >> shift) & mask) as usize;
             if let Some(p) = path.as_deref_mut() {
-                p.push(self.entry_paddr(slot));
+                p.addrs[read] = self.entry_paddr(slot);
             }
             let e = self.entries[slot];
             if e & PRESENT == 0 {
                 return None;
             }
             if level == 1 || e & HUGE != 0 {
+                if let Some(p) = path {
+                    p.len = read + 1;
+                }
                 return Some(Leaf { slot, huge: e & HUGE != 0 });
             }
             base = (e >> 12) as usize * CHUNK;
-            level -= 1;
         }
+        unreachable!("level 1 holds leaves only")
     }
 
-    /// Hints the host to fetch the leaf entry of `va` (the upper levels are small and
-    /// stay in the host's caches; the leaf level is large and random). No effect on
-    /// the simulation.
+    /// The host address of the node holding the entry at `slot` (a hint for host-side
+    /// prefetches: valid until the table next grows).
     #[inline]
-    pub fn prefetch_leaf(&self, va: u64) {
-        let mut base = 0usize;
-        let mut level = self.levels;
-        while level > 1 {
-            let e = self.entries[base + self.index(va, level)];
-            if e & PRESENT == 0 || e & HUGE != 0 {
-                return;
-            }
-            base = (e >> 12) as usize * CHUNK;
-            level -= 1;
-        }
-        crate::machine::tier::prefetch(&self.entries[base + self.index(va, 1)]);
+    pub fn node_host_addr(&self, slot: usize) -> usize {
+        self.entries.as_ptr().wrapping_add(slot & !(CHUNK - 1)) as usize
     }
 
     /// The slot of the level-`stop` entry covering `va`, creating missing nodes above it.

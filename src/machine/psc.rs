@@ -29,7 +29,7 @@
 //! paging-structure-cache entries") and the guest table's ("combined paging-structure-
 //! cache entries": guest-virtual address → host-physical address of the guest table).
 
-use super::setassoc::SetAssoc;
+use super::setassoc::{Assoc, SetAssoc};
 use serde::{Deserialize, Serialize};
 
 /// Sizes and latency of the paging-structure caches (`[machine.tlb.psc]`). Every size
@@ -242,7 +242,7 @@ impl PagingStructureCaches {
     /// Drops every entry of `tenant`, of both kinds (INVLPG, INVEPT).
     pub fn flush_tenant(&mut self, tenant: u16) {
         for array in self.arrays.iter_mut().flatten() {
-            array.retain(|k, _| key_tenant(k) != tenant);
+            array.retain(&mut |k, _| key_tenant(k) != tenant);
         }
     }
 

@@ -127,8 +127,9 @@ pub trait Redirect: Sized {
     /// Serves a 64-byte access that reached the memory controller (an LLC miss, a
     /// write-back, a flush or metadata access) at physical address `paddr`: by default
     /// the tier holding it, as demand traffic or, for a mechanism (`background`), as
-    /// background traffic. Returns the latency.
-    #[inline]
+    /// background traffic. Returns the latency. (Inlined, so that the tier's model
+    /// is part of the caller's path to memory rather than a call of its own.)
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn memory<O: Observer>(&mut self, tiers: &mut Tiers, core: usize, paddr: u64, write: bool, kind: MemKind, at: u64, background: bool, obs: &mut O) -> u64 {
         if background {

@@ -406,12 +406,12 @@ fn low_mask(width: u32) -> u64 {
     (1u64 << width) - 1
 }
 
-/// Address decoding with shifts and masks only, prepared once from the bit lists.
 /// The bit positions of `runs`, in gather order.
 fn expand(runs: &[BitRun]) -> Vec<u8> {
     runs.iter().flat_map(|r| (r.lo..r.lo + r.width).map(|b| b as u8)).collect()
 }
 
+/// Address decoding with shifts and masks only, prepared once from the bit lists.
 #[derive(Debug)]
 struct AddressMap {
     channel: Vec<BitRun>,
@@ -420,6 +420,45 @@ struct AddressMap {
     /// move the ones still to be removed.
     squeeze: Vec<BitRun>,
     row_shift: u32,
+    /// The same decoding as one shift and mask per field, when the mapping allows it.
+    masks: Option<Masks>,
+}
+
+/// The decoding of a mapping whose channel bits are one run of ascending bits, whose
+/// bank bits are another, and whose row bits all lie above both (the default mapping
+/// is one): the channel and the bank are each a shift and a mask, the row a shift.
+#[derive(Clone, Copy, Debug)]
+struct Masks {
+    channel_lo: u32,
+    channel_mask: u64,
+    bank_lo: u32,
+    bank_mask: u64,
+    row_lo: u32,
+}
+
+impl Masks {
+    /// The masks of the mapping with runs `channel` and `bank` and rows of
+    /// `1 << row_shift` bytes, if it decodes so.
+    fn of(channel: &[BitRun], bank: &[BitRun], row_shift: u32) -> Option<Masks> {
+        let run = |runs: &[BitRun]| match runs {
+            [] => Some(BitRun { lo: 0, width: 0 }),
+            [r] => Some(*r),
+            _ => None,
+        };
+        let (c, b) = (run(channel)?, run(bank)?);
+        // Squeezing `selected` bits out moves the bits from `top` up down by
+        // `selected`; the row starts at bit `row_shift` of what remains, so it is the
+        // address above bit `row_shift + selected` when that bit is at or above `top`.
+        let selected = c.width + b.width;
+        let top = [c, b].iter().filter(|r| r.width > 0).map(|r| r.lo + r.width).max().unwrap_or(0);
+        (top <= row_shift + selected).then_some(Masks {
+            channel_lo: c.lo,
+            channel_mask: low_mask(c.width),
+            bank_lo: b.lo,
+            bank_mask: low_mask(b.width),
+            row_lo: row_shift + selected,
+        })
+    }
 }
 
 impl AddressMap {
@@ -428,12 +467,9 @@ impl AddressMap {
         all.sort_unstable();
         let mut squeeze = runs(&all);
         squeeze.reverse();
-        AddressMap {
-            channel: runs(channel_bits),
-            bank: runs(bank_bits),
-            squeeze,
-            row_shift: row_bytes.trailing_zeros(),
-        }
+        let (channel, bank, row_shift) = (runs(channel_bits), runs(bank_bits), row_bytes.trailing_zeros());
+        let masks = Masks::of(&channel, &bank, row_shift);
+        AddressMap { channel, bank, squeeze, row_shift, masks }
     }
 
     /// Collects the bits of `runs` from `addr`, the first run's lowest bit as bit 0.
@@ -450,6 +486,18 @@ impl AddressMap {
 
     #[inline(always)]
     fn decode(&self, addr: u64) -> Location {
+        if let Some(m) = &self.masks {
+            return Location {
+                channel: ((addr >> m.channel_lo) & m.channel_mask) as u32,
+                bank: ((addr >> m.bank_lo) & m.bank_mask) as u32,
+                row: addr >> m.row_lo,
+            };
+        }
+        self.decode_runs(addr)
+    }
+
+    /// [`AddressMap::decode`] for any mapping, run by run.
+    fn decode_runs(&self, addr: u64) -> Location {
         let mut rest = addr;
         for r in &self.squeeze {
             rest = ((rest >> (r.lo + r.width)) << r.lo) | (rest & low_mask(r.lo));
@@ -522,11 +570,23 @@ impl TierStats {
     }
 }
 
+/// The state of one channel, together so that an access finds it in one place.
+#[derive(Clone, Debug, Default)]
+struct Channel {
+    /// When the data bus is free for the next demand transfer.
+    free_at: u64,
+    /// When the posted-write queue would be empty.
+    drain_until: u64,
+    /// Reads may not start before this cycle (a full queue is draining).
+    reads_held_until: u64,
+    /// The bus time taken by background (mechanism) traffic, by time.
+    calendar: Calendar,
+}
+
 /// What serving one 64-byte request did.
 struct Served {
     finish: u64,
     device: u64,
-    row_hit: bool,
 }
 
 /// The run-time state of one memory tier; see the module documentation for the model.
@@ -543,13 +603,7 @@ pub struct Tier {
     /// Device latency in cycles by access kind, each at least its burst.
     device_cycles: [u64; 4],
     banks: Vec<Bank>,
-    channel_free_at: Vec<u64>,
-    /// Per channel: the cycle at which the posted-write queue would be empty.
-    drain_until: Vec<u64>,
-    /// Per channel: reads may not start before this cycle (a full queue is draining).
-    reads_held_until: Vec<u64>,
-    /// Per channel: the bus time taken by background (mechanism) traffic, by time.
-    calendars: Vec<Calendar>,
+    channels: Vec<Channel>,
     /// Per bank, for streams of reads (0) and of writes (1): the row the current
     /// stream last touched (its next line there is a row hit if it is the same row).
     stream_rows: [Vec<u64>; 2],
@@ -559,9 +613,12 @@ pub struct Tier {
     /// Channel time one queued write takes to drain: its array write spread over the
     /// channel's banks, at least one burst.
     drain_cycles: u64,
-    stats: TierStats,
-    /// Accesses by kind, demand and migration together (energy is computed from these).
-    kind_counts: [u64; 4],
+    /// Demand accesses by kind ([`READ_HIT`] …), and the cycles they waited for a busy
+    /// bank or bus: [`TierStats`] comes from these.
+    demand_kinds: [u64; 4],
+    queue_cycles: u64,
+    /// Background (mechanism) lines by kind. Energy counts both.
+    mechanism_kinds: [u64; 4],
     pj_per_bit: [f64; 4],
     static_mw_per_gib: f64,
     endurance_writes: u64,
@@ -588,7 +645,7 @@ impl std::fmt::Debug for Tier {
         f.debug_struct("Tier")
             .field("name", &self.name)
             .field("capacity", &Size(self.capacity_bytes))
-            .field("stats", &self.stats)
+            .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
 }
@@ -633,16 +690,14 @@ impl Tier {
             write_burst_cycles,
             device_cycles,
             banks: vec![Bank { open_row: CLOSED, free_at: 0, accesses: 0 }; (cfg.channels * cfg.banks) as usize],
-            channel_free_at: vec![0; cfg.channels as usize],
-            drain_until: vec![0; cfg.channels as usize],
-            reads_held_until: vec![0; cfg.channels as usize],
-            calendars: vec![Calendar::default(); cfg.channels as usize],
+            channels: vec![Channel::default(); cfg.channels as usize],
             stream_rows: [vec![CLOSED; (cfg.channels * cfg.banks) as usize], vec![CLOSED; (cfg.channels * cfg.banks) as usize]],
             banks_per_channel: cfg.banks as u64,
             write_queue_cycles: cfg.write_queue_entries as u64 * drain_cycles,
             drain_cycles,
-            stats: TierStats::default(),
-            kind_counts: [0; 4],
+            demand_kinds: [0; 4],
+            queue_cycles: 0,
+            mechanism_kinds: [0; 4],
             pj_per_bit,
             static_mw_per_gib: cfg.static_mw_per_gib,
             endurance_writes: cfg.endurance_writes,
@@ -654,16 +709,11 @@ impl Tier {
     /// Serves one 64-byte access at tier-local address `addr` arriving at cycle `now`
     /// and returns its latency in cycles, queueing included. Updates the row buffer,
     /// the demand counters, energy and wear.
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, addr: u64, write: bool, now: u64) -> u64 {
         let served = self.serve(addr, write, now);
         let latency = served.finish - now;
-        let s = &mut self.stats;
-        s.writes += write as u64;
-        s.reads += !write as u64;
-        s.row_hits += served.row_hit as u64;
-        s.row_misses += !served.row_hit as u64;
-        s.queue_cycles += latency - served.device;
+        self.queue_cycles += latency - served.device;
         latency
     }
 
@@ -696,12 +746,10 @@ impl Tier {
     /// after `at` at the earliest), a write when it has drained.
     #[inline]
     pub fn stream_line(&mut self, addr: u64, write: bool, at: u64) -> u64 {
-        let loc = self.map.decode(addr);
-        let ch = loc.channel as usize;
-        let bank = ((loc.channel << self.bank_shift) | loc.bank) as usize;
-        let row_hit = std::mem::replace(&mut self.stream_rows[write as usize][bank], loc.row) == loc.row;
+        let (ch, bank, row) = self.locate(addr);
+        let row_hit = std::mem::replace(&mut self.stream_rows[write as usize][bank], row) == row;
         let k = kind(write, row_hit);
-        self.kind_counts[k] += 1;
+        self.mechanism_kinds[k] += 1;
         if write {
             self.wear.record(addr >> FRAME_SHIFT);
         }
@@ -712,14 +760,20 @@ impl Tier {
         } else {
             self.burst_cycles + self.device_cycles[READ_MISS].div_ceil(self.banks_per_channel)
         };
-        let done = self.calendars[ch].book(at, occupancy);
+        let done = self.channels[ch].calendar.book(at, occupancy);
         if write {
-            self.stats.mechanism_writes += 1;
             done
         } else {
-            self.stats.mechanism_reads += 1;
             done.max(at + self.device_cycles[k])
         }
+    }
+
+    /// The channel, the bank's index among all the tier's banks, and the row of
+    /// tier-local address `addr`.
+    #[inline(always)]
+    fn locate(&self, addr: u64) -> (usize, usize, u64) {
+        let at = self.map.decode(addr);
+        (at.channel as usize, ((at.channel << self.bank_shift) | at.bank) as usize, at.row)
     }
 
     /// The timing rule of the module documentation, plus energy and wear counting.
@@ -731,48 +785,47 @@ impl Tier {
             Size(self.capacity_bytes),
             self.name
         );
-        let at = self.map.decode(addr);
-        let ch = at.channel as usize;
-        let bank_index = ((at.channel << self.bank_shift) | at.bank) as usize;
-        let row_hit = self.banks[bank_index].open_row == at.row;
-        self.banks[bank_index].accesses += 1;
+        let (ch, bank_index, row) = self.locate(addr);
+        let bank = &mut self.banks[bank_index];
+        let row_hit = bank.open_row == row;
+        bank.accesses += 1;
         let k = kind(write, row_hit);
-        self.kind_counts[k] += 1;
+        self.demand_kinds[k] += 1;
         if write {
             self.wear.record(addr >> FRAME_SHIFT);
         }
+        let channel = &mut self.channels[ch];
         if write && self.write_queue_cycles > 0 {
             // A posted write joins its channel's queue and drains in the background; it
             // leaves the open row alone. A full queue must drain one entry first, and
             // reads wait for that as well (forced drain).
             let occupancy = self.drain_cycles;
-            let queued_until = self.drain_until[ch];
+            let queued_until = channel.drain_until;
             if queued_until.saturating_sub(now) + occupancy > self.write_queue_cycles {
                 let space_at = queued_until - (self.write_queue_cycles - occupancy);
-                self.reads_held_until[ch] = self.reads_held_until[ch].max(space_at);
+                channel.reads_held_until = channel.reads_held_until.max(space_at);
             }
             let finish = queued_until.max(now) + occupancy;
-            self.drain_until[ch] = finish;
-            return Served { finish, device: occupancy.min(finish - now), row_hit };
+            channel.drain_until = finish;
+            return Served { finish, device: occupancy.min(finish - now) };
         }
         let device = self.device_cycles[k];
         let burst = if write { self.write_burst_cycles } else { self.burst_cycles };
         // Background traffic yields to demand: this access waits its window's share of
         // background bus time, and takes its burst from the window.
-        let copy_wait = self.calendars[ch].demand(now, burst);
+        let copy_wait = channel.calendar.demand(now, burst);
         let bank = &mut self.banks[bank_index];
-        let channel_free_at = &mut self.channel_free_at[ch];
-        let start = (now + copy_wait).max(bank.free_at).max(self.reads_held_until[ch]);
-        let bus_at = (start + device - burst).max(*channel_free_at);
+        let start = (now + copy_wait).max(bank.free_at).max(channel.reads_held_until);
+        let bus_at = (start + device - burst).max(channel.free_at);
         let finish = bus_at + burst;
-        *channel_free_at = finish;
+        channel.free_at = finish;
         bank.free_at = finish;
-        bank.open_row = at.row;
-        if self.drain_until[ch] > now {
+        bank.open_row = row;
+        if channel.drain_until > now {
             // Reads go first: the background drain pauses while this one uses the bus.
-            self.drain_until[ch] += self.burst_cycles;
+            channel.drain_until += self.burst_cycles;
         }
-        Served { finish, device, row_hit }
+        Served { finish, device }
     }
 
     /// Tier-local address bits that select the channel, least significant first.
@@ -807,13 +860,27 @@ impl Tier {
         self.write_burst_cycles
     }
 
-    pub fn stats(&self) -> &TierStats {
-        &self.stats
+    pub fn stats(&self) -> TierStats {
+        let (d, m) = (&self.demand_kinds, &self.mechanism_kinds);
+        TierStats {
+            reads: d[READ_HIT] + d[READ_MISS],
+            writes: d[WRITE_HIT] + d[WRITE_MISS],
+            row_hits: d[READ_HIT] + d[WRITE_HIT],
+            row_misses: d[READ_MISS] + d[WRITE_MISS],
+            queue_cycles: self.queue_cycles,
+            mechanism_reads: m[READ_HIT] + m[READ_MISS],
+            mechanism_writes: m[WRITE_HIT] + m[WRITE_MISS],
+        }
+    }
+
+    /// Accesses of kind `k`, demand and mechanism together.
+    fn accesses_of(&self, k: usize) -> u64 {
+        self.demand_kinds[k] + self.mechanism_kinds[k]
     }
 
     /// Dynamic energy of every access so far, demand and migration, in pJ.
     pub fn dynamic_energy_pj(&self) -> f64 {
-        self.kind_counts.iter().zip(&self.pj_per_bit).map(|(&n, &pj)| n as f64 * BITS_PER_LINE * pj).sum()
+        self.pj_per_bit.iter().enumerate().map(|(k, &pj)| self.accesses_of(k) as f64 * BITS_PER_LINE * pj).sum()
     }
 
     /// Static energy of the whole tier over `seconds`, in joules.
@@ -842,7 +909,7 @@ impl Tier {
     /// Like [`Tier::lifetime_years`], but with writes levelled perfectly over every line
     /// of the tier: `endurance × (capacity / 64) × seconds / line_writes`.
     pub fn ideal_lifetime_years(&self, seconds: f64) -> Option<f64> {
-        let writes = self.kind_counts[WRITE_HIT] + self.kind_counts[WRITE_MISS];
+        let writes = self.accesses_of(WRITE_HIT) + self.accesses_of(WRITE_MISS);
         if self.endurance_writes == 0 || writes == 0 || seconds.is_nan() || seconds <= 0.0 {
             return None;
         }
@@ -996,6 +1063,36 @@ mod tests {
         let pcm = Tier::new(&pcm_default(), 32 << 30, 3.2).unwrap();
         let channels: Vec<u32> = (0..5).map(|i| pcm.decode(i * 64).channel).collect();
         assert_eq!(channels, [0, 1, 2, 3, 0]);
+    }
+
+    /// The shift-and-mask decoding agrees with the run-by-run one wherever it
+    /// applies, and applies to the default mappings; a bank field in two runs, or
+    /// a channel bit above a row bit, takes the run-by-run decoding.
+    #[test]
+    fn masks_decode_as_the_runs_do() {
+        let mut rng = crate::rng::Rng::new(3);
+        let maps = [
+            (vec![6], vec![11, 12], 1u64 << 10, true),
+            (vec![6, 7], vec![13, 14, 15, 16, 17, 18], 2 << 10, true),
+            (vec![], vec![12, 13, 14, 15, 16], 4 << 10, true),
+            (vec![], vec![], 4 << 10, true),
+            (vec![8], vec![9, 10], 1 << 10, true),
+            (vec![20], vec![9, 10], 1 << 10, false),
+            (vec![6], vec![12, 13, 14, 20, 21], 8 << 10, false),
+            (vec![7, 6], vec![11, 12], 1 << 10, false),
+        ];
+        for (channel, bank, row_bytes, simple) in maps {
+            let map = AddressMap::new(&channel, &bank, row_bytes);
+            assert_eq!(map.masks.is_some(), simple, "{channel:?} {bank:?}");
+            for _ in 0..10_000 {
+                let addr = rng.below(1 << 40) & !63;
+                assert_eq!(map.decode(addr), map.decode_runs(addr), "{addr:#x} with {channel:?} {bank:?}");
+            }
+        }
+        for cfg in [TierConfig::default(), pcm_default(), small()] {
+            let (channel, bank) = cfg.mapping_bits().unwrap();
+            assert!(AddressMap::new(&channel, &bank, cfg.row_bytes.bytes()).masks.is_some(), "{}", cfg.name);
+        }
     }
 
     #[test]

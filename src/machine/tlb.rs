@@ -8,7 +8,7 @@
 //! invalidations reach.
 
 use super::psc::{PagingStructureCaches, PscConfig};
-use super::setassoc::SetAssoc;
+use super::setassoc::{Assoc, Fixed, SetAssoc};
 use serde::{Deserialize, Serialize};
 
 /// TLB geometry and latencies. Defaults are Rainbow's Table IV (§IV-A): L1 TLB 32 + 32
@@ -129,15 +129,138 @@ fn entry(v: u64, huge: bool) -> TlbEntry {
     TlbEntry { base_pfn: (v >> 1) & ((1 << 31) - 1), huge, dirty: v & 1 != 0, slot: (v >> 32) as u32 }
 }
 
+/// The four TLB arrays of one core, of array type `A` in the first level and `B` in
+/// the second.
+#[derive(Clone, Debug)]
+struct Arrays<A, B> {
+    l1_small: A,
+    l1_huge: A,
+    l2_small: B,
+    /// `None` when the L2 TLB is unified (then `l2_small` holds both sizes).
+    l2_huge: Option<B>,
+}
+
+/// The TLB arrays, their associativities chosen once when they are built: those of
+/// every preset (4-way first level, 8-way second) fixed at compile time, any other
+/// chosen per operation.
+#[derive(Clone, Debug)]
+enum Shape {
+    Preset(Arrays<Fixed<4>, Fixed<8>>),
+    Any(Arrays<SetAssoc, SetAssoc>),
+}
+
+macro_rules! each_shape {
+    ($s:expr, $a:ident => $e:expr) => {
+        match $s {
+            Shape::Preset($a) => $e,
+            Shape::Any($a) => $e,
+        }
+    };
+}
+
+impl<A: Assoc, B: Assoc> Arrays<A, B> {
+    #[inline(always)]
+    fn l2_for(&mut self, huge: bool) -> &mut B {
+        match (&mut self.l2_huge, huge) {
+            (Some(h), true) => h,
+            _ => &mut self.l2_small,
+        }
+    }
+
+    #[inline(always)]
+    fn l1_for(&mut self, huge: bool) -> &mut A {
+        if huge {
+            &mut self.l1_huge
+        } else {
+            &mut self.l1_small
+        }
+    }
+
+    /// [`Tlb::lookup_l1`] for virtual page numbers `small` and `huge`.
+    #[inline(always)]
+    fn lookup_l1(&mut self, tenant: u16, small: u64, huge: u64) -> Option<TlbEntry> {
+        if let Some(v) = self.l1_small.lookup(key(tenant, small, false), small) {
+            return Some(entry(*v, false));
+        }
+        if self.l1_huge.is_empty() {
+            return None;
+        }
+        self.l1_huge.lookup(key(tenant, huge, true), huge).map(|v| entry(*v, true))
+    }
+
+    /// [`Tlb::lookup_l2`] for virtual page numbers `small` and `huge`.
+    #[inline(always)]
+    fn lookup_l2(&mut self, tenant: u16, small: u64, huge: u64) -> Option<TlbEntry> {
+        let k = key(tenant, small, false);
+        if let Some(&mut v) = self.l2_small.lookup(k, small) {
+            self.l1_small.insert(k, v, small);
+            return Some(entry(v, false));
+        }
+        let k = key(tenant, huge, true);
+        let l2 = self.l2_for(true);
+        if l2.is_empty() {
+            return None;
+        }
+        let v = *l2.lookup(k, huge)?;
+        self.l1_huge.insert(k, v, huge);
+        Some(entry(v, true))
+    }
+
+    #[inline]
+    fn lookup_small_l2(&mut self, tenant: u16, vpn: u64) -> Option<TlbEntry> {
+        let k = key(tenant, vpn, false);
+        let v = *self.l2_small.lookup(k, vpn)?;
+        self.l1_small.insert(k, v, vpn);
+        Some(entry(v, false))
+    }
+
+    #[inline(always)]
+    fn fill(&mut self, k: u64, v: u64, vpn: u64, huge: bool) {
+        let l1 = self.l1_for(huge);
+        debug_assert!(l1.peek(k, vpn).is_none(), "filling a cached translation");
+        l1.insert(k, v, vpn);
+        self.l2_for(huge).insert(k, v, vpn);
+    }
+
+    #[inline]
+    fn set_dirty(&mut self, k: u64, vpn: u64, huge: bool) {
+        if let Some(v) = self.l1_for(huge).lookup(k, vpn) {
+            *v |= 1;
+        }
+        if let Some(v) = self.l2_for(huge).lookup(k, vpn) {
+            *v |= 1;
+        }
+    }
+
+    fn invalidate(&mut self, k: u64, vpn: u64, huge: bool) -> bool {
+        let a = self.l1_for(huge).remove(k, vpn).is_some();
+        let b = self.l2_for(huge).remove(k, vpn).is_some();
+        a | b
+    }
+
+    fn retain(&mut self, keep: &mut impl FnMut(u64, u64) -> bool) {
+        self.l1_small.retain(keep);
+        self.l1_huge.retain(keep);
+        self.l2_small.retain(keep);
+        if let Some(h) = &mut self.l2_huge {
+            h.retain(keep);
+        }
+    }
+
+    fn entries(&self) -> Vec<(u64, u64)> {
+        let mut out = self.l1_small.entries();
+        out.extend(self.l1_huge.entries());
+        out.extend(self.l2_small.entries());
+        out.extend(self.l2_huge.iter().flat_map(|h| h.entries()));
+        out
+    }
+}
+
 /// The TLBs of one core.
 #[derive(Clone, Debug)]
 pub struct Tlb {
     huge_shift: u32,
-    l1_small: SetAssoc,
-    l1_huge: SetAssoc,
-    l2_small: SetAssoc,
-    /// `None` when the L2 TLB is unified (then `l2_small` holds both sizes).
-    l2_huge: Option<SetAssoc>,
+    arrays: Shape,
     /// The walker's paging-structure caches (`None` when configured off).
     psc: Option<PagingStructureCaches>,
 }
@@ -146,15 +269,25 @@ impl Tlb {
     /// Builds empty TLBs (and paging-structure caches) for page tables of `levels`
     /// levels; `huge_shift` is log2 of the huge-page size.
     pub fn new(cfg: &TlbConfig, levels: u32, huge_shift: u32) -> Tlb {
-        let arr = |entries: usize, ways: usize| SetAssoc::new(entries / ways, ways);
-        Tlb {
-            huge_shift,
-            l1_small: arr(cfg.l1_small_entries, cfg.l1_small_ways),
-            l1_huge: arr(cfg.l1_huge_entries, cfg.l1_huge_ways),
-            l2_small: arr(cfg.l2_small_entries, cfg.l2_small_ways),
-            l2_huge: cfg.l2_split.then(|| arr(cfg.l2_huge_entries, cfg.l2_huge_ways)),
-            psc: PagingStructureCaches::new(&cfg.psc, levels, huge_shift),
-        }
+        let l2_ways = [Some(cfg.l2_small_ways), cfg.l2_split.then_some(cfg.l2_huge_ways)];
+        let arrays = if cfg.l1_small_ways == 4 && cfg.l1_huge_ways == 4 && l2_ways.iter().flatten().all(|&w| w == 8) {
+            let (l1, l2) = (|entries: usize| Fixed::new(entries / 4), |entries: usize| Fixed::new(entries / 8));
+            Shape::Preset(Arrays {
+                l1_small: l1(cfg.l1_small_entries),
+                l1_huge: l1(cfg.l1_huge_entries),
+                l2_small: l2(cfg.l2_small_entries),
+                l2_huge: cfg.l2_split.then(|| l2(cfg.l2_huge_entries)),
+            })
+        } else {
+            let arr = |entries: usize, ways: usize| SetAssoc::new(entries / ways, ways);
+            Shape::Any(Arrays {
+                l1_small: arr(cfg.l1_small_entries, cfg.l1_small_ways),
+                l1_huge: arr(cfg.l1_huge_entries, cfg.l1_huge_ways),
+                l2_small: arr(cfg.l2_small_entries, cfg.l2_small_ways),
+                l2_huge: cfg.l2_split.then(|| arr(cfg.l2_huge_entries, cfg.l2_huge_ways)),
+            })
+        };
+        Tlb { huge_shift, arrays, psc: PagingStructureCaches::new(&cfg.psc, levels, huge_shift) }
     }
 
     /// The paging-structure caches, if configured.
@@ -169,45 +302,36 @@ impl Tlb {
         self.psc.as_mut()
     }
 
-    #[inline]
-    fn l2_for(&mut self, huge: bool) -> &mut SetAssoc {
-        match (&mut self.l2_huge, huge) {
-            (Some(h), true) => h,
-            _ => &mut self.l2_small,
-        }
+    /// The virtual page number of `vaddr` at the given page size.
+    #[inline(always)]
+    fn vpn(&self, vaddr: u64, huge: bool) -> u64 {
+        vaddr >> if huge { self.huge_shift } else { 12 }
     }
 
     /// Looks up the translation of `vaddr`, probing both page sizes at each level as
-    /// split hardware does in parallel. An L2 hit refills the L1 of its size.
-    ///
-    /// The L1 probes are inlined into the reference path; the second level, which
-    /// few references reach, is a call.
-    #[inline(always)]
+    /// split hardware does in parallel. An L2 hit refills the L1 of its size. (An
+    /// array that holds nothing, a huge-page TLB of a run without huge pages, is not
+    /// searched: it would miss.)
     pub fn lookup(&mut self, tenant: u16, vaddr: u64) -> Option<(TlbHit, TlbEntry)> {
-        let small = vaddr >> 12;
-        let huge = vaddr >> self.huge_shift;
-        if let Some(v) = self.l1_small.lookup(key(tenant, small, false), small) {
-            return Some((TlbHit::L1, entry(*v, false)));
+        match self.lookup_l1(tenant, vaddr) {
+            Some(e) => Some((TlbHit::L1, e)),
+            None => self.lookup_l2(tenant, vaddr).map(|e| (TlbHit::L2, e)),
         }
-        if let Some(v) = self.l1_huge.lookup(key(tenant, huge, true), huge) {
-            return Some((TlbHit::L1, entry(*v, true)));
-        }
-        self.lookup_l2(tenant, small, huge)
     }
 
-    /// The second level of [`Tlb::lookup`], for virtual page numbers `small` (4 KiB)
-    /// and `huge`.
-    #[inline(never)]
-    fn lookup_l2(&mut self, tenant: u16, small: u64, huge: u64) -> Option<(TlbHit, TlbEntry)> {
-        for is_huge in [false, true] {
-            let vpn = if is_huge { huge } else { small };
-            if let Some(v) = self.l2_for(is_huge).lookup(key(tenant, vpn, is_huge), vpn).copied() {
-                let l1 = if is_huge { &mut self.l1_huge } else { &mut self.l1_small };
-                l1.insert(key(tenant, vpn, is_huge), v, vpn);
-                return Some((TlbHit::L2, entry(v, is_huge)));
-            }
-        }
-        None
+    /// The first level of [`Tlb::lookup`], inlined into the reference path.
+    #[inline(always)]
+    pub fn lookup_l1(&mut self, tenant: u16, vaddr: u64) -> Option<TlbEntry> {
+        let (small, huge) = (vaddr >> 12, vaddr >> self.huge_shift);
+        each_shape!(&mut self.arrays, a => a.lookup_l1(tenant, small, huge))
+    }
+
+    /// The second level of [`Tlb::lookup`], after a miss in the first (inlined into
+    /// the machine's handling of that miss).
+    #[inline(always)]
+    pub fn lookup_l2(&mut self, tenant: u16, vaddr: u64) -> Option<TlbEntry> {
+        let (small, huge) = (vaddr >> 12, vaddr >> self.huge_shift);
+        each_shape!(&mut self.arrays, a => a.lookup_l2(tenant, small, huge))
     }
 
     /// Looks `vaddr` up in the second level for 4 KiB pages only (refilling the L1 on
@@ -215,46 +339,24 @@ impl Tlb {
     /// superpage hit does not hide a 4 KiB translation of a copy cached in the L2.
     #[inline]
     pub fn lookup_small_l2(&mut self, tenant: u16, vaddr: u64) -> Option<TlbEntry> {
-        let vpn = vaddr >> 12;
-        let k = key(tenant, vpn, false);
-        let v = self.l2_small.lookup(k, vpn).copied()?;
-        self.l1_small.insert(k, v, vpn);
-        Some(entry(v, false))
-    }
-
-    /// Whether an L1 TLB holds the translation of `vaddr` (no recency update).
-    #[inline]
-    pub fn l1_holds(&self, tenant: u16, vaddr: u64) -> bool {
-        let small = vaddr >> 12;
-        let huge = vaddr >> self.huge_shift;
-        self.l1_small.peek(key(tenant, small, false), small).is_some() || self.l1_huge.peek(key(tenant, huge, true), huge).is_some()
+        each_shape!(&mut self.arrays, a => a.lookup_small_l2(tenant, vaddr >> 12))
     }
 
     /// Installs a translation in the L1 and L2 TLBs of its size after a walk; the
     /// translation must not be cached already (a walk follows a miss in both levels).
-    #[inline]
+    #[inline(always)]
     pub fn fill(&mut self, tenant: u16, vaddr: u64, e: TlbEntry) {
-        let vpn = if e.huge { vaddr >> self.huge_shift } else { vaddr >> 12 };
-        let k = key(tenant, vpn, e.huge);
-        let v = value(&e);
-        let l1 = if e.huge { &mut self.l1_huge } else { &mut self.l1_small };
-        debug_assert!(l1.peek(k, vpn).is_none(), "filling a cached translation");
-        l1.insert(k, v, vpn);
-        self.l2_for(e.huge).insert(k, v, vpn);
+        let vpn = self.vpn(vaddr, e.huge);
+        let (k, v) = (key(tenant, vpn, e.huge), value(&e));
+        each_shape!(&mut self.arrays, a => a.fill(k, v, vpn, e.huge))
     }
 
     /// Marks the cached translation of `vaddr` dirty in every array that holds it.
     #[inline]
     pub fn set_dirty(&mut self, tenant: u16, vaddr: u64, huge: bool) {
-        let vpn = if huge { vaddr >> self.huge_shift } else { vaddr >> 12 };
+        let vpn = self.vpn(vaddr, huge);
         let k = key(tenant, vpn, huge);
-        let l1 = if huge { &mut self.l1_huge } else { &mut self.l1_small };
-        if let Some(v) = l1.lookup(k, vpn) {
-            *v |= 1;
-        }
-        if let Some(v) = self.l2_for(huge).lookup(k, vpn) {
-            *v |= 1;
-        }
+        each_shape!(&mut self.arrays, a => a.set_dirty(k, vpn, huge))
     }
 
     /// Invalidates the translation of the page holding `vaddr` (of the given size), as
@@ -264,12 +366,9 @@ impl Tlb {
         if let Some(p) = &mut self.psc {
             p.flush_tenant(tenant);
         }
-        let vpn = if huge { vaddr >> self.huge_shift } else { vaddr >> 12 };
+        let vpn = self.vpn(vaddr, huge);
         let k = key(tenant, vpn, huge);
-        let l1 = if huge { &mut self.l1_huge } else { &mut self.l1_small };
-        let a = l1.remove(k, vpn).is_some();
-        let b = self.l2_for(huge).remove(k, vpn).is_some();
-        a | b
+        each_shape!(&mut self.arrays, a => a.invalidate(k, vpn, huge))
     }
 
     /// Drops every translation and paging-structure-cache entry of `tenant`; returns
@@ -284,29 +383,21 @@ impl Tlb {
             any |= mine;
             !mine
         };
-        self.l1_small.retain(&mut others);
-        self.l1_huge.retain(&mut others);
-        self.l2_small.retain(&mut others);
-        if let Some(h) = &mut self.l2_huge {
-            h.retain(&mut others);
-        }
+        each_shape!(&mut self.arrays, a => a.retain(&mut others));
         any
     }
 
     /// Every cached translation as (tenant, virtual address of the page, entry); for
     /// invariant checks.
     pub fn entries(&self) -> Vec<(u16, u64, TlbEntry)> {
-        let mut out = Vec::new();
-        let arrays = [Some(&self.l1_small), Some(&self.l1_huge), Some(&self.l2_small), self.l2_huge.as_ref()];
-        for arr in arrays.into_iter().flatten() {
-            for (k, v) in arr.entries() {
+        let all = each_shape!(&self.arrays, a => a.entries());
+        all.into_iter()
+            .map(|(k, v)| {
                 let huge = k & HUGE_KEY != 0;
                 let vpn = k & ((1 << 46) - 1);
-                let vaddr = if huge { vpn << self.huge_shift } else { vpn << 12 };
-                out.push((((k >> 46) & 0xffff) as u16, vaddr, entry(v, huge)));
-            }
-        }
-        out
+                (((k >> 46) & 0xffff) as u16, vpn << if huge { self.huge_shift } else { 12 }, entry(v, huge))
+            })
+            .collect()
     }
 }
 

@@ -45,12 +45,20 @@ impl WearCounters {
         }
     }
 
+    #[inline]
     fn apply(&mut self, frame: u32) {
         let low = &mut self.low[frame as usize];
         if *low < u16::MAX {
             *low += 1;
-            return;
+        } else {
+            self.carry(frame);
         }
+    }
+
+    /// Carries a full low half of `frame`'s count into its high bits.
+    #[cold]
+    fn carry(&mut self, frame: u32) {
+        let low = &mut self.low[frame as usize];
         let high = self.high.entry(frame).or_insert(0);
         if *high < u16::MAX {
             *high += 1;

@@ -247,9 +247,13 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
         out
     }
 
-    /// The executor's clock.
+    /// The executor's clock. (Inlined: policies read it on every reference.)
+    #[inline(always)]
     pub fn now(&self) -> u64 {
-        self.exec().at
+        match self.on {
+            Executor::Core(c) => self.m.cores[c].clock,
+            Executor::Thread(_) => self.exec().at,
+        }
     }
 
     /// Static facts about the machine.
@@ -275,7 +279,7 @@ impl<'a, R: Redirect> Mechanisms<'a, R> {
     /// performance counters give, as memos reads per-channel bandwidth from the PMU,
     /// §4.2): demand and mechanism 64-byte reads and writes. A policy that wants a
     /// bandwidth takes the difference between two readings over the time between.
-    pub fn tier_stats(&self, tier: TierId) -> &crate::machine::TierStats {
+    pub fn tier_stats(&self, tier: TierId) -> crate::machine::TierStats {
         self.m.memory().tiers().all()[tier.index()].stats()
     }
 

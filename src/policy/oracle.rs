@@ -34,7 +34,7 @@
 use super::baselines::NoConfig;
 use super::{FastReserve, Policy, PolicyReport, Requirements};
 use crate::machine::placement::Placement;
-use crate::machine::cache::{CacheConfig, Caches};
+use crate::machine::cache::{CacheConfig, Caches, Evicted};
 use crate::machine::{Birthplace, MachineInfo, Observer, PageInfo, PlaceEvent, RefOutcome, TierId};
 use crate::mechanism::{Executor, Job, JobDone, Mechanisms, Op, Scope, ThreadId, ThreadKind};
 use crate::monitor::{Pacer, Period, Watermarks};
@@ -137,7 +137,7 @@ pub struct Future {
     /// A functional copy of the machine's caches ([`Future::filtered`]), and the
     /// lines the current reference wrote back to memory.
     caches: Option<Caches>,
-    writebacks: Vec<u64>,
+    writebacks: Evicted,
 }
 
 impl Future {
@@ -157,7 +157,7 @@ impl Future {
             open: None,
             last: None,
             caches: None,
-            writebacks: Vec::new(),
+            writebacks: Evicted::default(),
         }
     }
 
@@ -271,16 +271,14 @@ impl Future {
                 Some(caches) => {
                     // Units laid out one after another, as frames are.
                     let addr = (u as u64) << self.shift | (a.vaddr & ((1 << self.shift) - 1));
-                    let wbs = &mut self.writebacks;
-                    let (level, _) = caches.access(core, addr, a.is_write(), &mut |line| wbs.push(line));
+                    let (level, _) = caches.access(core, addr, a.is_write(), &mut self.writebacks);
                     if level == caches.depth() {
                         self.add(u, self.weights.read);
                     }
-                    for i in 0..self.writebacks.len() {
-                        let victim = ((self.writebacks[i] << 6) >> self.shift) as u32;
+                    for i in 0..self.writebacks.lines().len() {
+                        let victim = ((self.writebacks.lines()[i] << 6) >> self.shift) as u32;
                         self.add(victim, self.weights.write);
                     }
-                    self.writebacks.clear();
                 }
             }
             let c = &mut self.cores[core];
