@@ -96,6 +96,8 @@ trait SetArray {
     /// Removes a line; returns Some(dirty) if it was present.
     fn remove(&mut self, set: usize, tag: u32) -> Option<bool>;
     fn peek(&self, set: usize, tag: u32) -> bool;
+    /// Every way's tag, with its dirty flag (0: empty), in no order.
+    fn tags(&self) -> &[u32];
     /// The tags of set `set`, most recent first, empty ways last.
     #[cfg(test)]
     fn recency(&self, set: usize) -> Vec<u32>;
@@ -118,6 +120,10 @@ impl<const W: usize> Fixed<W> {
 }
 
 impl<const W: usize> SetArray for Fixed<W> {
+    fn tags(&self) -> &[u32] {
+        self.tags.as_flattened()
+    }
+
     #[inline(always)]
     fn lookup(&mut self, set: usize, tag: u32, write: bool) -> bool {
         let tags = &mut self.tags[set];
@@ -176,6 +182,10 @@ impl AnyWays {
 }
 
 impl SetArray for AnyWays {
+    fn tags(&self) -> &[u32] {
+        &self.tags
+    }
+
     #[inline]
     fn lookup(&mut self, set: usize, tag: u32, write: bool) -> bool {
         let set = self.set(set);
@@ -246,6 +256,10 @@ macro_rules! each_sets {
 }
 
 impl SetArray for Sets {
+    fn tags(&self) -> &[u32] {
+        each_sets!(self, s => s.tags())
+    }
+
     #[inline(always)]
     fn lookup(&mut self, set: usize, tag: u32, write: bool) -> bool {
         each_sets!(self, s => s.lookup(set, tag, write))
@@ -391,6 +405,8 @@ trait AnyLevel {
     /// Removes `line` from every instance; returns Some(dirty in any) if it was present.
     fn remove_everywhere(&mut self, line: u64) -> Option<bool>;
     fn holds_anywhere(&self, line: u64) -> bool;
+    /// Ways holding a line, of them dirty, and all ways.
+    fn occupancy(&self) -> (u64, u64, u64);
 }
 
 impl<S: SetArray> AnyLevel for Level<S> {
@@ -409,6 +425,13 @@ impl<S: SetArray> AnyLevel for Level<S> {
 
     fn holds_anywhere(&self, line: u64) -> bool {
         (0..self.instances).any(|core| self.sets.peek(self.set_of(core, line), self.tag_of(line)))
+    }
+
+    fn occupancy(&self) -> (u64, u64, u64) {
+        let tags = self.sets.tags();
+        let valid = tags.iter().filter(|&&t| t != 0).count() as u64;
+        let dirty = tags.iter().filter(|&&t| t & DIRTY_TAG != 0).count() as u64;
+        (valid, dirty, tags.len() as u64)
     }
 }
 
@@ -725,19 +748,19 @@ impl Caches {
 impl Caches {
     /// Adds write-backs that were not simulated (epochs mode), per level.
     pub fn add_writebacks(&mut self, per_level: &[u64]) {
-        for (l, n) in self.levels.iter_mut().zip(per_level) {
-            l.writebacks += n;
+        for (level, n) in each_shape!(&mut self.shape, h => h.levels_mut()).into_iter().zip(per_level) {
+            *level.counters().2 += n;
         }
+    }
+
+    /// The last level's ways holding a line, of them dirty, and all its ways.
+    fn last_occupancy(&self) -> (u64, u64, u64) {
+        each_shape!(&self.shape, h => h.levels()).last().map_or((0, 0, 0), |l| l.occupancy())
     }
 
     /// Share of the last level's lines that hold data (a cold cache fills up).
     pub fn valid_share(&self) -> f64 {
-        let Some(last) = self.levels.last() else { return 1.0 };
-        let (mut valid, mut all) = (0u64, 0u64);
-        for a in &last.instances {
-            valid += a.tags.iter().filter(|&&t| t != 0).count() as u64;
-            all += a.tags.len() as u64;
-        }
+        let (valid, _, all) = self.last_occupancy();
         valid as f64 / all.max(1) as f64
     }
 
@@ -745,19 +768,8 @@ impl Caches {
     /// write-backs with it: in a full cache each miss evicts a line, dirty with this
     /// probability).
     pub fn dirty_share(&self) -> f64 {
-        let Some(last) = self.levels.last() else { return 0.0 };
-        let (mut valid, mut dirty) = (0u64, 0u64);
-        for a in &last.instances {
-            for &t in &a.tags {
-                valid += (t != 0) as u64;
-                dirty += (t & DIRTY_TAG != 0) as u64;
-            }
-        }
-        if valid == 0 {
-            0.0
-        } else {
-            dirty as f64 / valid as f64
-        }
+        let (valid, dirty, _) = self.last_occupancy();
+        dirty as f64 / valid.max(1) as f64
     }
 }
 

@@ -274,9 +274,8 @@ impl Tiers {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn add_demand(&mut self, t: TierId, accesses: u64, reads: u64, latency_cycles: u64, writebacks: u64, walk_reads: u64, row_hits: u64, queue_cycles: u64) {
         let d = &mut self.demand[t.index()];
-        d.accesses += accesses;
-        d.reads += reads;
-        d.writes += accesses - reads;
+        d.by_write[0] += reads;
+        d.by_write[1] += accesses - reads;
         d.latency_cycles += latency_cycles;
         // Store misses read their line (write-allocate): every demand access is a read
         // of the tier; write-backs are its writes.

@@ -954,29 +954,25 @@ impl Tier {
     pub(crate) fn add_demand(&mut self, reads: u64, writes: u64, row_hits: u64, queue_cycles: u64) {
         let total = reads + writes;
         let row_hits = row_hits.min(total);
-        let s = &mut self.stats;
-        s.reads += reads;
-        s.writes += writes;
-        s.row_hits += row_hits;
-        s.row_misses += total - row_hits;
-        s.queue_cycles += queue_cycles;
         // Row hits split between reads and writes in proportion.
         let read_hits = if total > 0 { (row_hits as u128 * reads as u128 / total as u128) as u64 } else { 0 };
         let write_hits = row_hits - read_hits;
-        self.kind_counts[kind(false, true)] += read_hits;
-        self.kind_counts[kind(false, false)] += reads - read_hits;
-        self.kind_counts[kind(true, true)] += write_hits;
-        self.kind_counts[kind(true, false)] += writes - write_hits;
+        let d = &mut self.demand_kinds;
+        d[kind(false, true)] += read_hits;
+        d[kind(false, false)] += reads - read_hits;
+        d[kind(true, true)] += write_hits;
+        d[kind(true, false)] += writes - write_hits;
+        self.queue_cycles += queue_cycles;
         let bus = reads * self.burst_cycles + writes * self.write_burst_cycles;
-        let channels = self.calendars.len() as u64;
-        for (i, c) in self.calendars.iter_mut().enumerate() {
-            c.add_demand(bus / channels + ((i as u64) < bus % channels) as u64);
+        let channels = self.channels.len() as u64;
+        for (i, c) in self.channels.iter_mut().enumerate() {
+            c.calendar.add_demand(bus / channels + ((i as u64) < bus % channels) as u64);
         }
     }
 
     /// Channels of the tier.
     pub fn channels(&self) -> usize {
-        self.calendars.len()
+        self.channels.len()
     }
 }
 
