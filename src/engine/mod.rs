@@ -499,13 +499,16 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     }
     if let Some(d) = &driver {
         report.epochs_mode = Some(d.report(&machine));
-        // A frame's writes are not simulated outside calibrations: only the tier's.
-        for t in report.tiers.iter_mut().filter(|t| t.lifetime_years.is_some()) {
-            t.lifetime_years = None;
-            report.notes.push(format!(
-                "{}: no lifetime from the most-written frame in epochs mode, which counts a tier's writes but not each frame's (ideal_lifetime_years and start_gap_lifetime_years stand)",
-                t.name
-            ));
+        // A frame's writes and a bank's accesses are not simulated outside
+        // calibrations: only the tier's.
+        for t in report.tiers.iter_mut() {
+            t.bank_imbalance = None;
+            if t.lifetime_years.take().is_some() {
+                report.notes.push(format!(
+                    "{}: no lifetime from the most-written frame in epochs mode, which counts a tier's writes but not each frame's (ideal_lifetime_years and start_gap_lifetime_years stand)",
+                    t.name
+                ));
+            }
         }
     }
     Ok(report)
