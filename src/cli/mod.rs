@@ -80,6 +80,9 @@ pub enum Command {
     Convert(traces::ConvertArgs),
     /// Print a trace's statistics: footprint, references per page, hot pages per interval.
     Inspect(traces::InspectArgs),
+    /// Count a trace's references per page and window once, for every epochs-mode run
+    /// of it (written beside the trace as TRACE.profile).
+    Profile(traces::ProfileArgs),
     /// Run a grid of runs (policies × workloads × seeds × any configuration key) into
     /// a SQLite results store; a sweep started again runs only what is missing.
     Sweep(sweep::SweepArgs),
@@ -434,6 +437,7 @@ pub fn main(cli: Cli) -> Result<()> {
         Command::Record(args) => record::record(&args),
         Command::Convert(args) => traces::convert(&args),
         Command::Inspect(args) => traces::inspect(&args),
+        Command::Profile(args) => traces::profile(&args),
         Command::Sweep(args) => sweep::sweep(&args),
         Command::Reproduce(args) => reproduce::reproduce(&args),
         Command::Report(args) => report::report(&args),

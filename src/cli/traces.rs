@@ -29,6 +29,69 @@ pub struct ConvertArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ProfileArgs {
+    /// Trace to profile, any supported format, optionally compressed.
+    pub trace: String,
+    /// Profile to write (default: the trace's path with `.profile` added, where
+    /// `run --mode epochs --trace TRACE` looks for it).
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+    /// References per window (engine.epochs.window_refs).
+    #[arg(long, default_value_t = crate::config::EpochsConfig::default().window_refs)]
+    pub window: u64,
+    /// Profile only the first N references (as `run --refs N` replays them).
+    #[arg(long)]
+    pub refs: Option<u64>,
+    /// Format of the trace (default: detected from its content).
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Skip malformed lines (and count them) instead of stopping at the first.
+    #[arg(long)]
+    pub skip_malformed: bool,
+}
+
+/// The profile file `run --mode epochs` reads for `trace`.
+pub fn profile_path(trace: &str) -> PathBuf {
+    PathBuf::from(format!("{trace}.profile"))
+}
+
+/// `tiersim profile`: counts a trace's references per page and window, once, for
+/// every epochs-mode run of it (docs/epochs.md).
+pub fn profile(args: &ProfileArgs) -> Result<()> {
+    if args.trace == "-" {
+        bail!("tiersim profile: the trace must be a file (its profile names the file it was made from)");
+    }
+    if args.window == 0 {
+        bail!("--window: must be at least 1");
+    }
+    let out_path = args.out.clone().unwrap_or_else(|| profile_path(&args.trace));
+    let file = OutputFile::create("--out", &out_path, &[&args.trace], &[])?;
+    interrupt::install(false);
+    let opened = trace::open(&args.trace, &open_options(&args.format, args.skip_malformed)?)?;
+    print_notes(&opened);
+    if opened.record_tenants {
+        bail!("{}: its records name their tenants; epochs mode profiles a trace of one tenant", args.trace);
+    }
+    let started = Instant::now();
+    let of = crate::workload::rates::ProfileOf::trace(&args.trace, args.refs)?;
+    let mut src = trace::take(opened.source, args.refs);
+    let p = crate::workload::rates::Profile::record(src.as_mut(), args.window, u64::MAX, &args.trace)?;
+    file.write_all_and_commit(&p.to_bytes(of)?)?;
+    let pages: usize = p.windows.iter().map(|w| w.pages.len()).sum();
+    println!(
+        "profiled {}: {} references in {} windows of {} ({} page-windows) in {:.1} s; written to {}",
+        args.trace,
+        p.refs(),
+        p.windows.len(),
+        args.window,
+        pages,
+        started.elapsed().as_secs_f64(),
+        out_path.display()
+    );
+    Ok(())
+}
+
+#[derive(Args, Debug)]
 pub struct InspectArgs {
     /// Trace to read (`-` for standard input), any supported format, optionally
     /// compressed. Without it, the workload of the configuration the other options

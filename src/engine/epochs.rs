@@ -504,6 +504,25 @@ pub struct EpochsReport {
     pub estimated: String,
 }
 
+/// The profile of the trace at `path` (its first `refs` references): the file
+/// `tiersim profile` wrote beside it when it was made from this trace, limited alike,
+/// in windows of `window_refs`; else counted now from `source` (and the statement's
+/// description says so).
+fn trace_profile(path: &str, refs: Option<u64>, window_refs: u64, source: Box<dyn crate::trace::Source>) -> Result<Profile> {
+    let of = crate::workload::rates::ProfileOf::trace(path, refs)?;
+    let file = format!("{path}.profile");
+    if let Ok(bytes) = std::fs::read(&file) {
+        let (p, made_of) = Profile::from_bytes(&bytes, &file)?;
+        if made_of == of && p.window_refs == window_refs {
+            return Ok(p);
+        }
+    }
+    let mut src = crate::trace::take(source, refs);
+    let mut p = Profile::record(src.as_mut(), window_refs, u64::MAX, path)?;
+    p.what = format!("{path} (counted when the run started; `tiersim profile {path}` keeps the count for later runs)");
+    Ok(p)
+}
+
 /// Epochs mode for one run.
 pub(super) struct Driver {
     cfg: EpochsConfig,
@@ -545,8 +564,7 @@ impl Driver {
                     if opened.record_tenants {
                         bail!("{}: its records name their tenants; epochs mode profiles a trace of one tenant", tr.path);
                     }
-                    let mut src = crate::trace::take(opened.source, tr.refs);
-                    let p = Profile::record(src.as_mut(), e.window_refs, u64::MAX, &tr.path)?;
+                    let p = trace_profile(&tr.path, tr.refs, e.window_refs, opened.source)?;
                     let total = p.refs();
                     Box::new(p.replay(total, 1))
                 }

@@ -489,6 +489,7 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     report.sim.setup_seconds = (started - setup_started).as_secs_f64();
     report.sim.foresight_seconds = foresight_seconds;
     report.notes.extend(traces.iter().flatten().filter_map(|t| t.facts.note.clone()));
+    report.notes.extend(never_acted(name, &report));
     if cfg.engine.mode == Mode::Sampled {
         if !sampled {
             report.notes.push(format!(
@@ -512,6 +513,24 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         }
     }
     Ok(report)
+}
+
+/// A note when policy `name`, one that moves pages, did nothing in the run: its first
+/// period never came due (its report's `pacing.periods` is 0), or it moved no page.
+/// A run too short for a policy's period otherwise looks like a result of the policy.
+fn never_acted(name: &str, report: &Report) -> Option<String> {
+    if crate::policy::registry::PLACES_ONLY.contains(&name) {
+        return None;
+    }
+    let seconds = report.summary.seconds;
+    let pacing = report.policy_report.get("pacing");
+    if pacing.and_then(|p| p["periods"].as_u64()) == Some(0) {
+        let period = pacing.and_then(|p| p["period_s"].as_f64()).map_or(String::new(), |s| format!(" ({s} s)"));
+        return Some(format!(
+            "policy {name} never acted: its first period{period} did not come due in the run's {seconds:.3} simulated seconds, so the run shows its initial placement only (run longer: --seconds, or --mode epochs)"
+        ));
+    }
+    (report.summary.page_moves == 0).then(|| format!("policy {name} moved no page in the run's {seconds:.3} simulated seconds: the run shows its initial placement only"))
 }
 
 /// The cores with references left, by clock: a binary min-heap of (clock, core) in

@@ -23,6 +23,10 @@ use crate::machine::memory_mode::MemoryMode;
 use crate::machine::remap::Remap;
 use crate::machine::{NoRedirect, Redirect};
 
+/// The policies that place pages and never move them (bounds and static placements):
+/// a run of one moves no page by design.
+pub const PLACES_ONLY: &[&str] = &["all-fast", "all-slow", "first-touch", "flat-static", "round-robin", "interleave", "cache-bank-colouring", "memory-mode", "oracle-static"];
+
 /// Something to do with a policy type chosen by name (the engine's run, listing its
 /// parameters).
 pub trait PolicyVisitor {
@@ -79,4 +83,16 @@ policies! {
     "memos" => Memos, "memos (full-hierarchy placement): SysMon A/D sampling, WD/RD prediction over 8 passes, hot/WD pages to the DRAM channel by CPU copy, cold ones to NVM by unlocked DMA, frames coloured by coldest bank and least-used LLC slab, bank and bandwidth balancing";
     "hmm-v" => HmmV<Full>, "hypervisor tiering for VMs: PML-guided guest page-table scans, multi-level queue, degree sort, PML migration, DRAM pool (HMM-V)";
     "ept-scanner" => HmmV<EptScanner>, "RAMinate's tracking for VMs: the whole EPT scanned every second, hot pages moved as HMM-V does (HMM-V §2, §5.3)";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policies_that_only_place_are_policies() {
+        for name in PLACES_ONLY {
+            assert!(POLICIES.iter().any(|p| p.0 == *name), "{name} is not a policy");
+        }
+    }
 }

@@ -232,6 +232,30 @@ pub fn run_summary(r: &Report) -> String {
             sm.predicted_windows
         );
     }
+    if let Some(e) = &r.epochs_mode {
+        let error = if e.predicted_calibrations == 0 {
+            "no calibration was predicted by an earlier fit".to_string()
+        } else {
+            format!(
+                "cost model error per calibration {:.2} % mean, {:.2} % worst, bias {:+.2} % ({} predicted)",
+                e.model_error_mean * 100.0,
+                e.model_error_max * 100.0,
+                e.model_error_bias * 100.0 + 0.0,
+                e.predicted_calibrations
+            )
+        };
+        let chunks = if e.chunks == 0 { "no chunks (the run ended inside its first detailed warm-up)".to_string() } else { format!("{} chunks", e.chunks) };
+        let _ = writeln!(
+            w,
+            "mode              {}: {chunks}, {:.2} % of references detailed in {} calibrations; {error}",
+            e.ran,
+            e.detailed_share * 100.0,
+            e.calibrations,
+        );
+        for st in &e.statements {
+            let _ = writeln!(w, "  statement       {st}");
+        }
+    }
     let _ = writeln!(
         w,
         "simulation        {:.2} s wall, {:.2} M refs/s, {} simulated s per wall s{}",

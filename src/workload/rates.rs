@@ -324,6 +324,112 @@ impl Profile {
     }
 }
 
+/// The first bytes of a profile file, and its version.
+const PROFILE_MAGIC: &[u8; 8] = b"TSIMPROF";
+const PROFILE_VERSION: u32 = 1;
+
+/// Which trace a profile file was made from: the trace's size and modification time,
+/// and the references it was limited to (`u64::MAX`: all).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProfileOf {
+    pub bytes: u64,
+    pub modified_ns: u64,
+    pub refs: u64,
+}
+
+impl ProfileOf {
+    /// The identity of the trace at `path`, limited to `refs` references.
+    pub fn trace(path: &str, refs: Option<u64>) -> Result<ProfileOf> {
+        let m = std::fs::metadata(path).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
+        let modified_ns = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as u64);
+        Ok(ProfileOf { bytes: m.len(), modified_ns, refs: refs.unwrap_or(u64::MAX) })
+    }
+}
+
+/// FNV-1a, 64 bits.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+impl Profile {
+    /// The profile as a file's bytes: magic, version, then, compressed with zstd, the
+    /// trace it was made from (`of`), the window length, whether it is complete, what
+    /// was profiled, and each window (references, instructions, dependent loads, then
+    /// per page its number and four counts as `f32`), all little-endian; an FNV-1a
+    /// checksum of the uncompressed body ends it.
+    pub fn to_bytes(&self, of: ProfileOf) -> Result<Vec<u8>> {
+        let mut b = Vec::new();
+        for x in [of.bytes, of.modified_ns, of.refs, self.window_refs, self.complete as u64, self.what.len() as u64] {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        b.extend_from_slice(self.what.as_bytes());
+        b.extend_from_slice(&(self.windows.len() as u64).to_le_bytes());
+        for w in &self.windows {
+            for x in [w.refs, w.instrs, w.dependent, w.pages.len() as u64] {
+                b.extend_from_slice(&x.to_le_bytes());
+            }
+            for p in &w.pages {
+                b.extend_from_slice(&p.vpn.to_le_bytes());
+                for x in [p.reads, p.writes, p.bursts, p.write_bursts] {
+                    b.extend_from_slice(&x.to_le_bytes());
+                }
+            }
+        }
+        let sum = fnv(&b);
+        b.extend_from_slice(&sum.to_le_bytes());
+        let mut out = PROFILE_MAGIC.to_vec();
+        out.extend_from_slice(&PROFILE_VERSION.to_le_bytes());
+        out.extend(zstd::encode_all(&b[..], 3)?);
+        Ok(out)
+    }
+
+    /// Reads a profile file's bytes (from `path`, for messages): the profile and the
+    /// trace it was made from. Errors name the file and what is wrong with it.
+    pub fn from_bytes(bytes: &[u8], path: &str) -> Result<(Profile, ProfileOf)> {
+        if bytes.len() < 12 || &bytes[..8] != PROFILE_MAGIC {
+            bail!("{path}: not a tiersim profile (made by `tiersim profile`)");
+        }
+        let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+        if version != PROFILE_VERSION {
+            bail!("{path}: profile version {version}, this tiersim reads version {PROFILE_VERSION}; make it again with `tiersim profile`");
+        }
+        let b = zstd::decode_all(&bytes[12..]).map_err(|e| anyhow::anyhow!("{path}: corrupt profile: {e}"))?;
+        if b.len() < 8 || fnv(&b[..b.len() - 8]).to_le_bytes() != b[b.len() - 8..] {
+            bail!("{path}: corrupt profile: its checksum does not match");
+        }
+        let body = &b[..b.len() - 8];
+        let mut at = 0usize;
+        let mut take = |n: usize| -> Result<&[u8]> {
+            let s = body.get(at..at + n).ok_or_else(|| anyhow::anyhow!("{path}: truncated profile"))?;
+            at += n;
+            Ok(s)
+        };
+        let mut u64s = |n: usize| -> Result<Vec<u64>> { Ok(take(8 * n)?.chunks(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()) };
+        let h = u64s(6)?;
+        let of = ProfileOf { bytes: h[0], modified_ns: h[1], refs: h[2] };
+        let (window_refs, complete, what_len) = (h[3], h[4] != 0, h[5] as usize);
+        let what = String::from_utf8(take(what_len)?.to_vec()).map_err(|_| anyhow::anyhow!("{path}: corrupt profile"))?;
+        let n = u64::from_le_bytes(take(8)?.try_into().expect("8 bytes"));
+        let mut windows = Vec::new();
+        for _ in 0..n {
+            let w: Vec<u64> = take(32)?.chunks(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+            let raw = take(24 * w[3] as usize)?;
+            let pages = raw
+                .chunks(24)
+                .map(|c| {
+                    let f = |i: usize| f32::from_le_bytes(c[8 + 4 * i..12 + 4 * i].try_into().expect("4 bytes"));
+                    PageLoad { vpn: u64::from_le_bytes(c[..8].try_into().expect("8 bytes")), reads: f(0), writes: f(1), bursts: f(2), write_bursts: f(3) }
+                })
+                .collect();
+            windows.push(Stretch { refs: w[0], instrs: w[1], dependent: w[2], order: Order::Random, pages });
+        }
+        if at != body.len() || windows.is_empty() {
+            bail!("{path}: corrupt profile");
+        }
+        Ok((Profile { what, window_refs, windows, complete }, of))
+    }
+}
+
 /// Per-window counts of a stream being profiled.
 #[derive(Default)]
 struct Counter {
@@ -628,6 +734,21 @@ pub(crate) mod tests {
         cfg.init = true;
         let (s, _) = stated(&cfg);
         assert_eq!(s.refs, cfg.refs + 1024, "one store per page first");
+    }
+
+    #[test]
+    fn a_profile_file_reads_back_and_refuses_what_is_not_one() {
+        let mut src = crate::workload::build(&config("zipf"), 0, 0).unwrap();
+        let p = Profile::record(src.as_mut(), 30_000, u64::MAX, "zipf").unwrap();
+        let of = ProfileOf { bytes: 123, modified_ns: 456, refs: u64::MAX };
+        let bytes = p.to_bytes(of).unwrap();
+        let (back, back_of) = Profile::from_bytes(&bytes, "p").unwrap();
+        assert_eq!((back, back_of), (p, of));
+        assert!(Profile::from_bytes(b"not a profile", "x.profile").unwrap_err().to_string().starts_with("x.profile: not a tiersim profile"));
+        let mut bad = bytes.clone();
+        bad[8] = 9;
+        assert!(Profile::from_bytes(&bad, "p").unwrap_err().to_string().contains("version 9"));
+        assert!(Profile::from_bytes(&bytes[..bytes.len() - 10], "p").unwrap_err().to_string().contains("corrupt"));
     }
 
     #[test]
