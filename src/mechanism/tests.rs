@@ -1018,3 +1018,111 @@ fn a_dma_copy_step_takes_the_engine_the_copy_time() {
     eprintln!("4 KiB locked CPU copy (linux) to the slow tier on a kernel thread: {linux} cycles in all");
     assert!(linux > 6400, "{linux}");
 }
+
+/// Epochs mode's Accessed and Dirty bits against their law (module
+/// `machine::epochs`): 400 pages come back to at β₁ = 1/2000 bursts per reference
+/// of the tenant, a quarter of the bursts with a store, and 400 at β₂ = 1/200, with
+/// no store. Each round the tenant makes R = 1000 references and every entry is
+/// settled and cleared: the Accessed bit is found set with chance 1 − exp(−βR)
+/// (0.3935 and 0.9933), the first half's Dirty bit with 1 − exp(−βR/4) (0.1175), the
+/// second half's never. Over 100 rounds (40 000 draws per figure) the counts must
+/// lie within four standard deviations of these (a hazard 10 % off is 13 away).
+#[test]
+fn epochs_accessed_and_dirty_bits_are_drawn_at_their_hazard() {
+    use crate::machine::epochs::TenantSetup;
+    use crate::machine::page_table::{ACCESSED, DIRTY};
+    use crate::workload::rates::{Order, PageLoad, Stretch};
+    let mut m = machine(false, false, &[TenantKind::Process]);
+    let (n, first) = (800u64, BASE >> 12);
+    m.start_epochs(
+        &[TenantSetup {
+            universe: vec![first..first + n],
+            cores: vec![0],
+            vm: false,
+        }],
+        11,
+    );
+    for i in 0..n {
+        read(&mut m, 0, 0, BASE + (i << 12));
+    }
+    m.epochs_catch_up();
+    // A stretch of 10⁶ references: counts per page are rates × 10⁶.
+    let stretch_refs = 1_000_000u64;
+    let pages = (0..n)
+        .map(|i| {
+            let (beta, store) = if i < n / 2 {
+                (1.0 / 2000.0, 0.25)
+            } else {
+                (1.0 / 200.0, 0.0)
+            };
+            let bursts = (beta * stretch_refs as f64) as f32;
+            PageLoad {
+                vpn: first + i,
+                reads: bursts,
+                writes: bursts * store,
+                bursts,
+                write_bursts: bursts * store,
+            }
+        })
+        .collect();
+    let s = Stretch {
+        refs: stretch_refs,
+        instrs: stretch_refs,
+        dependent: 0,
+        order: Order::Random,
+        pages,
+    };
+    let slots: Vec<(u64, usize)> = (0..n)
+        .map(|i| BASE + (i << 12))
+        .map(|a| (a, m.mapped(pg(a)).unwrap().slot))
+        .collect();
+    let clear = |m: &mut Machine| {
+        for &(_, slot) in &slots {
+            *m.space.entry_mut(0, slot) &= !(ACCESSED | DIRTY);
+        }
+    };
+    // Settle once at hazard 0 (the first touches' bits) and clear, then switch.
+    let mut t = 1_000_000u64;
+    m.epochs.as_deref_mut().unwrap().advanced(0, 0, t, 0.0);
+    for &(addr, slot) in &slots {
+        m.epochs_settle(0, addr, false, slot, t);
+    }
+    clear(&mut m);
+    let e = m.epochs.as_deref_mut().unwrap();
+    let h = e.hazard(0, t);
+    e.switch(0, &s, h);
+    let rounds = 100u64;
+    let (mut a, mut d) = ([0u64; 2], [0u64; 2]);
+    for _ in 0..rounds {
+        m.epochs
+            .as_deref_mut()
+            .unwrap()
+            .advanced(0, t, t + 1_000_000, 1000.0);
+        t += 1_000_000;
+        for (i, &(addr, slot)) in slots.iter().enumerate() {
+            let entry = m.epochs_settle(0, addr, false, slot, t);
+            let half = (i as u64 >= n / 2) as usize;
+            a[half] += (entry & ACCESSED != 0) as u64;
+            d[half] += (entry & DIRTY != 0) as u64;
+        }
+        clear(&mut m);
+    }
+    let draws = (n / 2 * rounds) as f64;
+    let within = |got: u64, p: f64, what: &str| {
+        let sd = (draws * p * (1.0 - p)).sqrt().max(0.5);
+        assert!(
+            (got as f64 - draws * p).abs() <= 4.0 * sd,
+            "{what}: {got} of {draws}, expected {:.0} ± {:.0}",
+            draws * p,
+            4.0 * sd
+        );
+    };
+    within(a[0], 1.0 - (-0.5f64).exp(), "Accessed, β = 1/2000");
+    within(a[1], 1.0 - (-5.0f64).exp(), "Accessed, β = 1/200");
+    within(
+        d[0],
+        1.0 - (-0.125f64).exp(),
+        "Dirty, a quarter of β = 1/2000",
+    );
+    assert_eq!(d[1], 0, "no store, no Dirty bit");
+}
