@@ -1429,4 +1429,61 @@ mod tests {
         let (a, _) = e.tenants[0].hazards(0, 600.0);
         assert!((a - 60.0).abs() < 1e-3, "{a}");
     }
+
+    /// Walker's table draws each index in proportion to its weight: weights 3, 1, 0,
+    /// 4 over 80 000 draws give 30 000, 10 000, 0 and 40 000, each within four
+    /// standard deviations.
+    #[test]
+    fn the_alias_table_draws_in_proportion_to_the_weights() {
+        let a = Alias::new(&[3.0, 1.0, 0.0, 4.0]).unwrap();
+        let mut rng = Rng::new(3);
+        let mut n = [0u64; 4];
+        for _ in 0..80_000 {
+            n[a.draw(&mut rng)] += 1;
+        }
+        for (got, p) in n.iter().zip([3.0 / 8.0, 1.0 / 8.0, 0.0, 4.0 / 8.0]) {
+            let sd = (80_000.0 * p * (1.0 - p)).sqrt();
+            assert!((*got as f64 - 80_000.0 * p).abs() <= 4.0 * sd, "{n:?}");
+        }
+        assert!(Alias::new(&[0.0, 0.0]).is_none() && Alias::new(&[]).is_none());
+    }
+
+    /// A poisoned page's fault: with its translation gone from every TLB, at the
+    /// page's next burst (β = 1/500 a reference: the mean wait is 500 references);
+    /// with it cached on the core, at its next burst that misses the TLB (T = 1000:
+    /// rate β e^(−βT), a mean wait of 500 e² = 3695). 20 000 draws each, the means
+    /// within four standard errors (the wait is exponential: its deviation is its
+    /// mean).
+    #[test]
+    fn fault_waits_are_exponential_at_the_rate_of_bursts_that_miss_the_tlb() {
+        let mut e = EpochsState::new(&[TenantSetup { universe: vec![10..12], cores: vec![0], vm: false }], 1, 2, 5, TlbShape::Split { small: 64.0, huge: 32.0 });
+        let s = Stretch {
+            refs: 1_000_000,
+            instrs: 1_000_000,
+            dependent: 0,
+            order: Order::Random,
+            pages: vec![crate::workload::rates::PageLoad { vpn: 11, reads: 4000.0, writes: 0.0, bursts: 2000.0, write_bursts: 0.0 }],
+        };
+        e.switch(0, &s, 0.0);
+        e.tenants[0].tlb_time = [1000.0, 1000.0];
+        for (cached, mean) in [(None, 500.0), (Some(0), 500.0 * 2f64.exp())] {
+            let n = 20_000;
+            let mut sum = 0.0;
+            for _ in 0..n {
+                e.schedule(0, 1, cached);
+                let at = e.next_event(0).unwrap();
+                assert_eq!(e.take_event(0, f64::MAX), Some(1));
+                sum += at - e.core_refs(0);
+            }
+            let got = sum / n as f64;
+            assert!((got - mean).abs() <= 4.0 * mean / (n as f64).sqrt(), "cached {cached:?}: mean wait {got:.1}, expected {mean:.1}");
+        }
+        // A page with no bursts never faults; a cancelled fault is not taken.
+        e.schedule(0, 0, None);
+        assert_eq!(e.next_event(0), None);
+        e.schedule(0, 1, None);
+        e.cancel(0, 1);
+        assert_eq!(e.take_event(0, f64::MAX), None);
+    }
+
 }
