@@ -354,3 +354,18 @@ fn a_trace_profile_is_made_once_and_reused() {
     let out = tiersim(&["profile", &dir.join("missing.tsim").to_string_lossy()]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("missing.tsim"));
 }
+
+/// `tiersim policies` says which modes each policy runs in.
+#[test]
+fn policies_say_which_modes_they_run_in() {
+    let out = tiersim(&["policies"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let modes = |policy: &str| {
+        let mut lines = text.lines().skip_while(|l| *l != policy);
+        lines.nth(2).unwrap_or_default().to_string()
+    };
+    assert!(modes("rainbow").contains("epochs refused"), "{}", modes("rainbow"));
+    assert!(modes("oracle").contains("epochs refused"), "{}", modes("oracle"));
+    assert!(modes("thermostat").starts_with("  modes: epochs for its periods"), "{}", modes("thermostat"));
+    assert!(modes("first-touch").starts_with("  modes: any"), "{}", modes("first-touch"));
+}

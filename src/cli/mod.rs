@@ -477,13 +477,25 @@ fn policies_text() -> Result<String> {
     struct Describe;
     impl PolicyVisitor for Describe {
         type Output = String;
-        fn visit<R: Redirect, P: Policy<R>>(self, _: &'static str) -> String {
-            crate::policy::params::describe::<P::Config>()
+        fn visit<R: Redirect, P: Policy<R>>(self, name: &'static str) -> String {
+            let modes = if !R::PLAIN {
+                "detailed (sampled runs detailed: every reference reaches its redirection structure; epochs refused)"
+            } else if P::requirements(&P::Config::default()).foresight {
+                "detailed or sampled (it reads the whole stream first; epochs refused)"
+            } else if crate::policy::registry::PLACES_ONLY.contains(&name) {
+                "any: detailed for the model's every figure, epochs for long horizons (docs/epochs.md)"
+            } else {
+                "epochs for its periods of seconds to minutes (docs/epochs.md); detailed or sampled for short runs"
+            };
+            format!("  modes: {modes}\n  parameters ([policy.{name}]):\n{}", crate::policy::params::describe::<P::Config>())
         }
     }
-    let mut out = String::new();
+    let mut out = String::from(
+        "Modes (--mode): detailed runs every reference through the whole model; sampled fits caches' cost in detailed windows \
+         (docs/sampled.md); epochs advances in page-granular chunks for the papers' periods of seconds to minutes (docs/epochs.md).\n\n",
+    );
     for (name, about) in POLICIES {
-        out += &format!("{name}\n  {about}\n  parameters ([policy.{name}]):\n");
+        out += &format!("{name}\n  {about}\n");
         out += &with_policy(name, Describe)?;
         out += "\n";
     }
