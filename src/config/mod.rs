@@ -156,6 +156,13 @@ pub struct EpochsConfig {
     /// Simulated seconds a chunk of references lasts at most: the policy's hooks
     /// run between chunks, so a period of a policy comes due at most this late.
     pub max_chunk_s: f64,
+    /// Simulated seconds a chunk lasts at least when only another executor's clock
+    /// (a core, a background thread's next step) would end it sooner: executors then
+    /// pass each other by up to this much, instead of cutting a core's references into
+    /// a chunk per step of a scanning thread. Our choice; faults, first touches,
+    /// stretch ends, epoch boundaries and the run's end still end a chunk where they
+    /// fall.
+    pub min_chunk_s: f64,
     /// References per window of a profile (application workloads, traces).
     pub window_refs: u64,
     /// References profiled of an application workload at most; its profile repeats
@@ -174,6 +181,7 @@ impl Default for EpochsConfig {
             moved_share: 0.2,
             min_gap_s: 0.5,
             max_chunk_s: 0.001,
+            min_chunk_s: 0.0001,
             window_refs: 1 << 22,
             profile_refs: 1 << 28,
         }
@@ -191,6 +199,9 @@ impl EpochsConfig {
         }
         if !(self.max_chunk_s.is_finite() && self.max_chunk_s > 0.0) {
             bail!("engine.epochs.max_chunk_s: must be a positive number of seconds, got {}", self.max_chunk_s);
+        }
+        if !(self.min_chunk_s.is_finite() && self.min_chunk_s >= 0.0 && self.min_chunk_s <= self.max_chunk_s) {
+            bail!("engine.epochs.min_chunk_s: must be a number of seconds from 0 to max_chunk_s ({}), got {}", self.max_chunk_s, self.min_chunk_s);
         }
         for (field, x) in [("recalibrate_s", self.recalibrate_s), ("min_gap_s", self.min_gap_s)] {
             if !(x.is_finite() && x >= 0.0) {

@@ -884,6 +884,12 @@ impl Driver {
         }
     }
 
+    /// The least cycles another executor's clock lets a chunk last
+    /// (`engine.epochs.min_chunk_s`).
+    pub fn min_chunk_cycles(&self) -> u64 {
+        (self.cfg.min_chunk_s * self.freq_hz) as u64
+    }
+
     /// Runs one chunk of `core`'s references, up to cycle `limit`: see the module
     /// documentation. Returns the references run and whether the core is done.
     pub fn chunk<R: Redirect, P: Policy<R>>(&mut self, machine: &mut Machine<R>, rt: &mut Runtime, policy: &mut P, core: usize, limit: u64) -> Result<(u64, bool)> {
@@ -920,9 +926,11 @@ impl Driver {
         if let Some(at) = e.next_event(core) {
             n = n.min((at - my_refs).ceil().max(1.0));
         }
-        if let Some(at) = e.next_first_touch(tenant) {
-            n = n.min((at - e.hazard(tenant, now)).ceil().max(1.0));
-        }
+        // First touches due within the chunk are taken at its end, in the order
+        // they come: the cost model already prices an unmapped page's references in
+        // the tier first touch places it in, so only the touch's fault comes late,
+        // by less than a chunk (a chunk per touch made first-touch-heavy stretches
+        // one chunk per page).
         let t = &self.tenants[tenant as usize];
         n = n.min(t.left.ceil().max(1.0)).min(self.cores[core].left as f64);
         let n = n as u64;

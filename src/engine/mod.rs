@@ -409,7 +409,12 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
                 let d = driver.as_mut().expect("epochs mode has a driver");
                 let from = machine.cores()[core].clock;
                 let ran = match phase {
-                    epochs::Phase::Chunks => d.chunk(&mut machine, &mut rt, &mut policy, core, limit)?,
+                    epochs::Phase::Chunks => {
+                        // Other executors' clocks end a chunk no sooner than its floor.
+                        let floor = from.saturating_add(d.min_chunk_cycles());
+                        let limit = next_other.min(next_thread).max(floor).min(next_epoch).min(end_cycle);
+                        d.chunk(&mut machine, &mut rt, &mut policy, core, limit)?
+                    }
                     epochs::Phase::Warm => run_slice::<DETAILED, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
                     epochs::Phase::Measure => d.measure(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
                 };

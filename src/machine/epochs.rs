@@ -594,19 +594,14 @@ impl EpochsState {
 
     /// The next fault event of `core`: the core reference count it comes at.
     pub fn next_event(&mut self, core: usize) -> Option<f64> {
-        self.events[core].peek().map(|Reverse((at, _, _))| f64::from_bits(*at))
-    }
-
-    /// The next first touch of `tenant`: the hazard clock it comes at (pages mapped
-    /// meanwhile, by a detailed window or with a huge page, are dropped).
-    pub fn next_first_touch(&mut self, tenant: u16) -> Option<f64> {
-        let p = &mut self.tenants[tenant as usize];
-        while let Some(&(at, i)) = p.first_touch.last() {
-            if !p.is_mapped(i as usize) {
-                return Some(at);
+        // Events voided since they were drawn (their page's generation moved on) are
+        // dropped here, so that they do not end a chunk.
+        let tenant = self.clocks[core].tenant as usize;
+        while let Some(&Reverse((at, i, g))) = self.events[core].peek() {
+            if self.tenants[tenant].generation[i as usize] == g {
+                return Some(f64::from_bits(at));
             }
-            p.first_touch.pop();
-            p.flags[i as usize] &= !QUEUED;
+            self.events[core].pop();
         }
         None
     }
