@@ -926,11 +926,9 @@ impl Driver {
         if let Some(at) = e.next_event(core) {
             n = n.min((at - my_refs).ceil().max(1.0));
         }
-        // First touches due within the chunk are taken at its end, in the order
-        // they come: the cost model already prices an unmapped page's references in
-        // the tier first touch places it in, so only the touch's fault comes late,
-        // by less than a chunk (a chunk per touch made first-touch-heavy stretches
-        // one chunk per page).
+        if let Some(at) = e.next_first_touch(tenant) {
+            n = n.min((at - e.hazard(tenant, now)).ceil().max(1.0));
+        }
         let t = &self.tenants[tenant as usize];
         n = n.min(t.left.ceil().max(1.0)).min(self.cores[core].left as f64);
         let n = n as u64;

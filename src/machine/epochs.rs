@@ -606,6 +606,20 @@ impl EpochsState {
         None
     }
 
+    /// The next first touch of `tenant`: the hazard clock it comes at (pages mapped
+    /// meanwhile, by a detailed window or with a huge page, are dropped).
+    pub fn next_first_touch(&mut self, tenant: u16) -> Option<f64> {
+        let p = &mut self.tenants[tenant as usize];
+        while let Some(&(at, i)) = p.first_touch.last() {
+            if !p.is_mapped(i as usize) {
+                return Some(at);
+            }
+            p.first_touch.pop();
+            p.flags[i as usize] &= !QUEUED;
+        }
+        None
+    }
+
     /// Notes that the mapping of `pages` pages from `vpn` of `tenant` changed (the
     /// machine calls it on every first touch, move, split and merge).
     pub(crate) fn log(&mut self, tenant: u16, vpn: u64, pages: u64) {
