@@ -1450,7 +1450,7 @@ mod tests {
         for _ in 0..80_000 {
             n[a.draw(&mut rng)] += 1;
         }
-        for (got, p) in n.iter().zip([3.0 / 8.0, 1.0 / 8.0, 0.0, 4.0 / 8.0]) {
+        for (got, p) in n.iter().zip([3.0 / 8.0, 1.0 / 8.0, 0.0, 4.0f64 / 8.0]) {
             let sd = (80_000.0 * p * (1.0 - p)).sqrt();
             assert!((*got as f64 - 80_000.0 * p).abs() <= 4.0 * sd, "{n:?}");
         }
