@@ -65,6 +65,9 @@ struct Shared {
     start: Instant,
     refs_done: AtomicU64,
     refs_total: AtomicU64,
+    /// For a run whose references are not limited (it ends at a simulated time):
+    /// how far it is, in millionths of its simulated seconds.
+    time_ppm: AtomicU64,
     bytes_done: AtomicU64,
     state: Mutex<State>,
     wake: Condvar,
@@ -106,6 +109,7 @@ impl Progress {
             start: now,
             refs_done: AtomicU64::new(0),
             refs_total: AtomicU64::new(0),
+            time_ppm: AtomicU64::new(0),
             bytes_done: AtomicU64::new(0),
             state: Mutex::new(State {
                 phase: Phase::Setup,
@@ -220,7 +224,18 @@ impl SimulationProgress {
             self.reported = done;
         }
     }
+
+    /// The run, which ends at a simulated time, has reached `fraction` of it.
+    pub fn update_time(&mut self, fraction: f64) {
+        if let Some(s) = &self.progress.0 {
+            s.time_ppm.store((fraction.clamp(0.0, 1.0) * 1e6) as u64, Ordering::Relaxed);
+        }
+    }
 }
+
+/// References that no run makes: a run given them ends at its simulated time, and
+/// its progress is counted in time.
+const UNLIMITED: u64 = 1 << 59;
 
 impl Shared {
     fn draw_until_quit(&self) {
@@ -265,6 +280,11 @@ impl Shared {
                     return None;
                 }
                 let secs = st.simulating_since.map_or(0.0, |t| t.elapsed().as_secs_f64());
+                if total >= UNLIMITED as f64 {
+                    let f = self.time_ppm.load(Ordering::Relaxed) as f64 / 1e6;
+                    let eta = (f > 0.0 && secs > 0.0).then(|| secs * (1.0 - f) / f);
+                    return Some((f, eta));
+                }
                 // The runs not started yet are taken to be as long, on average, as
                 // those started (a sweep knows their number, not their length).
                 let runs = st.runs.max(1) as f64;

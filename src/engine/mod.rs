@@ -467,6 +467,10 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
             }
         }
         progress.update(done_refs);
+        if end_cycle != u64::MAX {
+            let slowest = machine.cores().iter().map(|c| c.clock).min().unwrap_or(0);
+            progress.update_time(slowest as f64 / end_cycle as f64);
+        }
         if stopped {
             break;
         }
