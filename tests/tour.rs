@@ -97,6 +97,37 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
                 assert!(r.stdout.contains("mode              sampled: 20.0 % of references detailed"), "{}", r.stdout);
             },
         ),
+        (
+            "--preset memos --workload kv --footprint 1GiB --mode epochs --seconds 200",
+            // memos' sampling and rounds scaled to the shrunk run's 3 ms.
+            &[
+                "--set",
+                "engine.epochs.first_warmup_refs=20000",
+                "--set",
+                "engine.epochs.warmup_refs=10000",
+                "--set",
+                "engine.epochs.calibration_refs=10000",
+                "--set",
+                "policy.memos.sampling_interval_ms=0.01",
+                "--set",
+                "policy.memos.interval_s=0.0008",
+            ],
+            |r| {
+                assert_eq!(r.report()["epochs_mode"]["ran"], "epochs");
+                assert!(r.report()["summary"]["page_moves"].as_u64().unwrap() > 0, "memos' rounds moved pages:\n{}", r.stdout);
+                assert!(r.stdout.contains("mode              epochs: "), "{}", r.stdout);
+            },
+        ),
+        (
+            "--preset thermostat --workload zipf --footprint 1GiB --mode epochs --seconds 1200",
+            // Thermostat's period scaled to the shrunk run's 4 ms.
+            &["--set", "engine.epochs.first_warmup_refs=20000", "--set", "engine.epochs.warmup_refs=10000", "--set", "engine.epochs.calibration_refs=10000", "--set", "policy.thermostat.period_s=0.0003"],
+            |r| {
+                assert_eq!(r.report()["epochs_mode"]["ran"], "epochs");
+                assert!(r.report()["policy_report"]["pacing"]["periods"].as_u64().unwrap() >= 10, "{}", r.stdout);
+                assert!(r.policy_figure("poisoned_pages") > 0, "Thermostat sampled pages");
+            },
+        ),
         ("--tenants vm:kv:25%,vm:graph-bfs:25%,vm:pagerank:25%,vm:stream:25%", &[], |r| {
             assert_eq!(r.stdout.matches("(Vm):").count(), 4, "{}", r.stdout);
             assert_eq!(r.stdout.matches("fast-tier share 25.0 %").count(), 4, "{}", r.stdout);
@@ -147,6 +178,16 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
         }),
         ("--trace threads.tsim", &[], |r| {
             assert_eq!(r.report()["cores"].as_array().unwrap().len(), 2, "one core per thread:\n{}", r.stdout);
+        }),
+        ("profile sqlite.tsim", &[], |r| {
+            assert!(r.stdout.starts_with("profiled sqlite.tsim: "), "{}", r.stdout);
+            assert!(r.dir.join("sqlite.tsim.profile").is_file());
+        }),
+        ("--trace sqlite.tsim --mode epochs --policy tpp --seconds 60", &[], |r| {
+            let e = &r.report()["epochs_mode"];
+            assert_eq!(e["ran"], "epochs");
+            let statement = e["statements"][0].as_str().unwrap();
+            assert!(statement.starts_with("profiled: ") && !statement.contains("counted when the run started"), "the profile made beside it is read: {statement}");
         }),
         ("compare --preset spar-frag --policies round-robin,hugepage-otf,spar,sprm", &["--set", "workload.refs=20000", "--set", "workload.footprint=16MiB"], |r| {
             for p in ["round-robin", "hugepage-otf", "spar", "sprm"] {
