@@ -247,110 +247,41 @@ fn bad_modes_and_seconds_are_one_line_errors() {
 fn a_trace_profile_is_made_once_and_reused() {
     let dir = Scratch::new("epochs-profile");
     let trace = dir.join("gzip.tsim");
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/gzip.tsim"),
-        &trace,
-    )
-    .unwrap();
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/gzip.tsim"), &trace).unwrap();
     let trace = trace.to_str().unwrap().to_string();
-    let epochs_run = |json: &str| {
-        let json = dir.join(json);
-        let out = tiersim(&[
-            "run",
-            "--mode",
-            "epochs",
-            "--trace",
-            &trace,
-            "--set",
-            "engine.epochs.window_refs=50000",
-            "--json",
-            json.to_str().unwrap(),
-        ]);
-        assert!(out.status.success() || !out.stderr.is_empty());
-        (out, json)
+    // An epochs run of the trace in windows of `window` references: its output, and
+    // its report when it succeeded.
+    let epochs_run = |name: &str, window: u64| {
+        let json = dir.join(name);
+        let out = tiersim(&["run", "--mode", "epochs", "--trace", &trace, "--set", &format!("engine.epochs.window_refs={window}"), "--json", json.to_str().unwrap()]);
+        let report = out.status.success().then(|| serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&json).unwrap()).unwrap());
+        (out, report)
     };
-    let statement = |json: &std::path::Path| -> String {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
-        v["epochs_mode"]["statements"][0]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
-    let (out, counted) = epochs_run("counted.json");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let ok = |(out, report): (std::process::Output, Option<serde_json::Value>)| report.unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    let statement = |v: &serde_json::Value| v["epochs_mode"]["statements"][0].as_str().unwrap().to_string();
+
+    let counted = ok(epochs_run("counted.json", 50_000));
     assert!(statement(&counted).contains("counted when the run started"));
 
     let out = tiersim(&["profile", &trace, "--window", "50000"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let profile = format!("{trace}.profile");
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("in 4 windows of 50000"),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let (out, reused) = epochs_run("reused.json");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        !statement(&reused).contains("counted when the run started"),
-        "{}",
-        statement(&reused)
-    );
-    let summary = |json: &std::path::Path| {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
-        v["summary"]["cycles"].as_u64().unwrap()
-    };
-    assert_eq!(
-        summary(&counted),
-        summary(&reused),
-        "the same counts, the same run"
-    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("in 4 windows of 50000"), "{}", String::from_utf8_lossy(&out.stdout));
+    let reused = ok(epochs_run("reused.json", 50_000));
+    assert!(!statement(&reused).contains("counted when the run started"), "{}", statement(&reused));
+    assert_eq!(counted["summary"]["cycles"], reused["summary"]["cycles"], "the same counts, the same run");
 
     // Another window length: the profile is not the one asked for; counted again.
-    let json = dir.join("other-window.json");
-    let out = tiersim(&[
-        "run",
-        "--mode",
-        "epochs",
-        "--trace",
-        &trace,
-        "--set",
-        "engine.epochs.window_refs=60000",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(statement(&json).contains("counted when the run started"));
+    let other = ok(epochs_run("other-window.json", 60_000));
+    assert!(statement(&other).contains("counted when the run started"));
 
     std::fs::write(&profile, b"TSIMPROF but not really").unwrap();
-    let (out, _) = epochs_run("corrupt.json");
+    let (out, _) = epochs_run("corrupt.json", 50_000);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains(&profile) && err.contains("profile"),
-        "{err}"
-    );
+    assert!(!out.status.success() && err.contains(&profile) && err.contains("profile"), "{err}");
 
     let out = tiersim(&["profile", "-"]);
-    assert!(
-        !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("must be a file")
-    );
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("must be a file"));
     let out = tiersim(&["profile", &dir.join("missing.tsim").to_string_lossy()]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("missing.tsim"));
 }

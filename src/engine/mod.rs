@@ -468,8 +468,8 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         }
         progress.update(done_refs);
         if end_cycle != u64::MAX {
-            let slowest = machine.cores().iter().map(|c| c.clock).min().unwrap_or(0);
-            progress.update_time(slowest as f64 / end_cycle as f64);
+            // (The slowest active core's clock before this slice.)
+            progress.update_time(core_clock as f64 / end_cycle as f64);
         }
         if stopped {
             break;
