@@ -163,6 +163,12 @@ pub struct EpochsConfig {
     /// stretch ends, epoch boundaries and the run's end still end a chunk where they
     /// fall.
     pub min_chunk_s: f64,
+    /// A poisoned page's repeated faults (it stays poisoned through its faults, as
+    /// Thermostat's BadgerTrap pages do) are taken at the end of the chunk they fall
+    /// in, each at its count and cost, instead of each ending a chunk; the first
+    /// fault after a page is poisoned still ends one. Our choice (docs/epochs.md,
+    /// "Faults").
+    pub batch_faults: bool,
     /// References per window of a profile (application workloads, traces).
     pub window_refs: u64,
     /// References profiled of an application workload at most; its profile repeats
@@ -182,6 +188,7 @@ impl Default for EpochsConfig {
             min_gap_s: 0.5,
             max_chunk_s: 0.001,
             min_chunk_s: 0.0001,
+            batch_faults: true,
             window_refs: 1 << 22,
             profile_refs: 1 << 28,
         }

@@ -430,6 +430,10 @@ struct CoreRun {
     chunk_refs: u64,
     detailed_refs: u64,
     last_vpn: u64,
+    /// Handler cycles of the faults taken at a chunk's end, per reference of the
+    /// chunk: the last chunks' figure, so that a chunk is planned with the time its
+    /// faults will add and ends near its limit.
+    fault_cycles_per_ref: f64,
 }
 
 impl CoreRun {
@@ -450,6 +454,7 @@ impl CoreRun {
             chunk_refs: 0,
             detailed_refs: 0,
             last_vpn: 0,
+            fault_cycles_per_ref: 0.0,
         }
     }
 }
@@ -586,6 +591,7 @@ impl Driver {
             .collect();
         let seed = slots.first().map_or(1, |s| s.workload.seed);
         machine.start_epochs(&setups, seed);
+        machine.epochs_mut().expect("epochs state").batch_faults = e.batch_faults;
         let mc = machine.cfg();
         // A core without a slot has nothing to run.
         let mut runs: Vec<CoreRun> = (0..machine.cores().len()).map(|_| CoreRun::new(machine, 0, 0)).collect();
@@ -920,7 +926,8 @@ impl Driver {
         let cycles_per_ref = base + r.translation + r.cache_stall + memory_stall;
         // How far this chunk goes.
         let limit = limit.min(now + (self.cfg.max_chunk_s * self.freq_hz) as u64);
-        let mut n = ((limit.saturating_sub(now)) as f64 / cycles_per_ref.max(1e-9)).ceil().max(1.0);
+        let planned = cycles_per_ref + self.cores[core].fault_cycles_per_ref;
+        let mut n = ((limit.saturating_sub(now)) as f64 / planned.max(1e-9)).ceil().max(1.0);
         let e = machine.epochs_mut().expect("epochs state");
         let my_refs = e.core_refs(core);
         if let Some(at) = e.next_event(core) {
@@ -994,13 +1001,18 @@ impl Driver {
         self.tenants[tenant as usize].left -= nf;
         let clock = machine.cores()[core].clock;
         self.update_load(machine, core, clock);
-        // Faults due, each followed by the policy's hook (its handler runs there).
+        // Faults due (a first fault ends the chunk; repeats fall within it), each
+        // followed by the policy's hook (its handler runs there).
         let refs_now = machine.epochs().expect("epochs state").core_refs(core);
         let rep = |vpn: u64| Access { vaddr: vpn << 12, instrs: 0, core: core as u16, tenant, size: 8, flags: 0 };
+        let before_faults = machine.cores()[core].stats.fault_cycles;
         while machine.epochs_fault(core, refs_now, policy) {
             let vpn = self.cores[core].last_vpn;
             policy.on_reference(&rep(vpn), &RefOutcome::default(), &mut Mechanisms::on_core_for(machine, rt, core, 0));
         }
+        let fault_cycles = machine.cores()[core].stats.fault_cycles - before_faults;
+        let c = &mut self.cores[core];
+        c.fault_cycles_per_ref = 0.5 * c.fault_cycles_per_ref + 0.5 * fault_cycles as f64 / nf;
         // First touches due.
         let now = machine.cores()[core].clock;
         loop {

@@ -865,7 +865,7 @@ impl<R: Redirect> Machine<R> {
         let gleaf = match guest.walk(gva, Some(&mut gpath)) {
             Some(l) => l,
             None => {
-                self.space.guest_first_touch(tenant, gva);
+                self.guest_first_touch(tenant, gva);
                 gpath = WalkPath::default();
                 let guest = &self.space.tenants()[tenant as usize].guest.as_ref().expect("VM tenant").table;
                 guest.walk(gva, Some(&mut gpath)).expect("just mapped")
