@@ -371,6 +371,25 @@ impl Pages {
         self.region_bursts[i] as f64
     }
 
+    /// The page that stands for page `i`'s translation in fault events: `i` itself, or
+    /// for a page translated huge, the first page of its region the statement names
+    /// (a huge translation misses, and faults, as one: its region's bursts are its
+    /// rate).
+    fn representative(&self, i: usize) -> usize {
+        if self.flags[i] & HUGE == 0 {
+            return i;
+        }
+        let Some(m) = self.managed(i) else { return i };
+        let first = m & !511;
+        match &self.guest {
+            None => self.span(first, 512).next().unwrap_or(i),
+            Some(g) => {
+                let end = (first + 512).min(g.page.len() as u64);
+                g.page[first.min(end) as usize..end as usize].iter().find(|&&j| j != NONE).map_or(i, |&j| j as usize)
+            }
+        }
+    }
+
     /// Notes that the guest mapped page `i` at guest-physical page `gpfn`, with a huge
     /// page when `huge`.
     fn note_guest(&mut self, i: usize, gpfn: u64, huge: bool) {
@@ -855,6 +874,7 @@ impl EpochsState {
     /// stayed poisoned through a fault) goes with the repeats when they are batched.
     fn schedule(&mut self, tenant: u16, i: usize, after: Option<AfterFault>) {
         let p = &mut self.tenants[tenant as usize];
+        let i = p.representative(i);
         p.generation[i] = p.generation[i].wrapping_add(1);
         let g = p.generation[i];
         let huge = p.flags[i] & HUGE != 0;
@@ -992,6 +1012,12 @@ impl<R: Redirect> Machine<R> {
             for i in idx {
                 let p = &mut e.tenants[tenant as usize];
                 p.flags[i] &= !(STICKY_A | STICKY_D);
+                // A huge translation's faults are drawn once, on its representative
+                // page; the other pages' events (from before a merge) are void.
+                if p.representative(i) != i {
+                    e.cancel(tenant, i);
+                    continue;
+                }
                 let Some(vpn) = p.managed(i) else { continue };
                 // A poisoned page, or one whose move has it trap, is met again at its
                 // next TLB miss.
