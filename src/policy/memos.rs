@@ -224,6 +224,30 @@ struct PageState {
     wd: u8,
 }
 
+impl PageState {
+    /// Counts one look at the page's bits: a sighting when either is set (a set Dirty
+    /// bit means the page was written, so accessed, even when Accessed reads clear),
+    /// and a write when Dirty is. Both counts saturate at 255 and writes never exceed
+    /// sightings, so that `seen − dirty` (the reads) cannot wrap. Returns whether the
+    /// page was seen.
+    fn count(&mut self, accessed: bool, dirty: bool) -> bool {
+        let seen = accessed || dirty;
+        if seen {
+            self.seen = self.seen.saturating_add(1);
+        }
+        if dirty {
+            self.dirty = self.dirty.saturating_add(1).min(self.seen);
+        }
+        seen
+    }
+
+    /// This pass's reads and writes as the samplings saw them.
+    fn reads_writes(&self) -> (u32, u32) {
+        debug_assert!(self.dirty <= self.seen, "memos counted {} writes in {} sightings", self.dirty, self.seen);
+        ((self.seen - self.dirty.min(self.seen)) as u32, self.dirty as u32)
+    }
+}
+
 /// A page considered for a move at the end of a pass.
 #[derive(Clone, Copy, Debug)]
 struct Candidate {
@@ -360,8 +384,8 @@ impl Memos {
     fn finish_page(&mut self, p: &crate::machine::PageInfo) {
         let n = self.samplings();
         let st = &mut self.pages[p.page as usize];
-        let (seen, dirty) = (st.seen as u32, st.dirty as u32);
-        let (reads, writes) = (seen - dirty, dirty);
+        let seen = st.seen as u32;
+        let (reads, writes) = st.reads_writes();
         let wd = is_write_domain(reads, writes, self.cfg.write_weight);
         let hot = seen as f64 > self.cfg.hot_share * n as f64;
         let class = reuse(seen, n, st.min_gap as u32, st.max_gap as u32, self.cfg.rare_share, self.cfg.thrash_max_gap);
@@ -624,10 +648,7 @@ impl Observer for Memos {
         *span = (span.0.min(p.addr), span.1.max(p.addr));
         let j = self.sampling as u8;
         let st = &mut self.pages[i];
-        // A set Dirty bit means the page was written, so accessed, even when the
-        // scan finds its Accessed bit clear; counting it keeps writes ≤ accesses.
-        if p.accessed || p.dirty {
-            st.seen += 1;
+        if st.count(p.accessed, p.dirty) {
             if st.last > 0 {
                 let gap = j + 1 - st.last;
                 st.min_gap = if st.min_gap == 0 { gap } else { st.min_gap.min(gap) };
@@ -635,7 +656,6 @@ impl Observer for Memos {
             }
             st.last = j + 1;
         }
-        st.dirty += p.dirty as u8;
         if self.sampling + 1 == self.samplings() {
             self.finish_page(p);
         }
@@ -815,6 +835,28 @@ impl Policy for Memos {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Dirty bit found without Accessed still counts the page as seen, so the
+    /// reads `seen − dirty` never wrap: 3 looks with Dirty alone and 2 with Accessed
+    /// alone are 5 sightings, 3 writes, 2 reads; 300 looks with Dirty saturate both
+    /// counts at 255 and leave 0 reads.
+    #[test]
+    fn writes_never_exceed_sightings() {
+        let mut st = PageState::default();
+        for _ in 0..3 {
+            assert!(st.count(false, true));
+        }
+        for _ in 0..2 {
+            assert!(st.count(true, false));
+        }
+        assert!(!st.count(false, false));
+        assert_eq!((st.seen, st.reads_writes()), (5, (2, 3)));
+        let mut st = PageState::default();
+        for _ in 0..300 {
+            st.count(false, true);
+        }
+        assert_eq!((st.seen, st.reads_writes()), (255, (0, 255)));
+    }
 
     #[test]
     fn write_domain_weighs_writes_twice() {
