@@ -167,7 +167,7 @@ pub struct EpochsConfig {
     /// Thermostat's BadgerTrap pages do) are taken at the end of the chunk they fall
     /// in, each at its count and cost, instead of each ending a chunk; the first
     /// fault after a page is poisoned still ends one. Our choice (docs/epochs.md,
-    /// "Faults").
+    /// "Poison and hinting faults").
     pub batch_faults: bool,
     /// References per window of a profile (application workloads, traces).
     pub window_refs: u64,

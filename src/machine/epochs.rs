@@ -49,8 +49,8 @@
 //! drawn from the one before it, on the faulting core's reference count, and all that
 //! fall within a chunk are taken, in order, when it ends — the count a Poisson
 //! process of that rate gives, each fault charged its handler's time on the core's
-//! clock and told to the policy one by one. Only when they are told moves: to the
-//! chunk's end, at most `engine.epochs.max_chunk_s` later.
+//! clock and told to the policy one by one. What moves is only when the policy hears
+//! of them: at the chunk's end, at most `engine.epochs.max_chunk_s` late.
 
 use super::page_table::{ACCESSED, DIRTY, POISONED, TRAP};
 use std::ops::ControlFlow;
@@ -344,13 +344,20 @@ impl Pages {
 
     /// The pages whose managed-space page is in `[first, first + n)`.
     fn indexes(&self, first: u64, n: u64) -> Vec<usize> {
-        match &self.guest {
-            None => self.span(first, n).collect(),
+        self.managed_span(first, n).collect()
+    }
+
+    /// The pages whose managed-space page is in `[first, first + n)`, in that order,
+    /// without allocating.
+    fn managed_span(&self, first: u64, n: u64) -> impl Iterator<Item = usize> + '_ {
+        let (own, guest) = match &self.guest {
+            None => (Some(self.span(first, n)), None),
             Some(g) => {
                 let end = (first.saturating_add(n)).min(g.page.len() as u64);
-                (first.min(end)..end).filter_map(|m| Some(g.page[m as usize]).filter(|&i| i != NONE)).map(|i| i as usize).collect()
+                (None, Some(g.page[first.min(end) as usize..end as usize].iter().filter(|&&i| i != NONE).map(|&i| i as usize)))
             }
-        }
+        };
+        own.into_iter().flatten().chain(guest.into_iter().flatten())
     }
 
     /// The bursts per reference of the tenant of the huge region of managed-space
@@ -358,13 +365,7 @@ impl Pages {
     /// the guest mapping changed.
     fn region_rate(&mut self, i: usize, first: u64) -> f64 {
         if self.region_version[i] != self.version {
-            let sum: f64 = match &self.guest {
-                None => self.span(first, 512).map(|j| self.bursts[j] as f64).sum(),
-                Some(g) => {
-                    let end = (first + 512).min(g.page.len() as u64);
-                    g.page[first.min(end) as usize..end as usize].iter().filter(|&&j| j != NONE).map(|&j| self.bursts[j as usize] as f64).sum()
-                }
-            };
+            let sum: f64 = self.managed_span(first, 512).map(|j| self.bursts[j] as f64).sum();
             self.region_bursts[i] = sum as f32;
             self.region_version[i] = self.version;
         }
@@ -380,14 +381,7 @@ impl Pages {
             return i;
         }
         let Some(m) = self.managed(i) else { return i };
-        let first = m & !511;
-        match &self.guest {
-            None => self.span(first, 512).next().unwrap_or(i),
-            Some(g) => {
-                let end = (first + 512).min(g.page.len() as u64);
-                g.page[first.min(end) as usize..end as usize].iter().find(|&&j| j != NONE).map_or(i, |&j| j as usize)
-            }
-        }
+        self.managed_span(m & !511, 512).next().unwrap_or(i)
     }
 
     /// Notes that the guest mapped page `i` at guest-physical page `gpfn`, with a huge
@@ -1580,15 +1574,11 @@ mod tests {
         assert!(Alias::new(&[0.0, 0.0]).is_none() && Alias::new(&[]).is_none());
     }
 
-    /// A poisoned page's fault: with its translation gone from every TLB, at the
-    /// page's next burst (β = 1/500 a reference: the mean wait is 500 references);
-    /// with it cached on the core, at its next burst that misses the TLB (T = 1000:
-    /// rate β e^(−βT), a mean wait of 500 e² = 3695). 20 000 draws each, the means
-    /// within four standard errors (the wait is exponential: its deviation is its
-    /// mean).
-    #[test]
-    fn fault_waits_are_exponential_at_the_rate_of_bursts_that_miss_the_tlb() {
-        let mut e = EpochsState::new(&[TenantSetup { universe: vec![10..12], cores: vec![0], vm: false }], 1, 2, 5, TlbShape::Split { small: 64.0, huge: 32.0 });
+    /// One core's tenant of pages 10 and 11, of which page 11 alone is referenced: a
+    /// burst every 500 references (two references each), on TLBs whose characteristic
+    /// time is 1000 references.
+    fn one_bursty_page(seed: u64) -> EpochsState {
+        let mut e = EpochsState::new(&[TenantSetup { universe: vec![10..12], cores: vec![0], vm: false }], 1, 2, seed, TlbShape::Split { small: 64.0, huge: 32.0 });
         let s = Stretch {
             refs: 1_000_000,
             instrs: 1_000_000,
@@ -1598,6 +1588,18 @@ mod tests {
         };
         e.switch(0, &s, 0.0);
         e.tenants[0].tlb_time = [1000.0, 1000.0];
+        e
+    }
+
+    /// A poisoned page's fault: with its translation gone from every TLB, at the
+    /// page's next burst (β = 1/500 a reference: the mean wait is 500 references);
+    /// with it cached on the core, at its next burst that misses the TLB (T = 1000:
+    /// rate β e^(−βT), a mean wait of 500 e² = 3695). 20 000 draws each, the means
+    /// within four standard errors (the wait is exponential: its deviation is its
+    /// mean).
+    #[test]
+    fn fault_waits_are_exponential_at_the_rate_of_bursts_that_miss_the_tlb() {
+        let mut e = one_bursty_page(5);
         for (cached, mean) in [(None, 500.0), (Some(0), 500.0 * 2f64.exp())] {
             let n = 20_000;
             let mut sum = 0.0;
@@ -1626,16 +1628,7 @@ mod tests {
     /// (`next_event` does not see them), and with batching off each one does.
     #[test]
     fn repeated_faults_are_a_poisson_count_taken_at_the_chunks_end() {
-        let mut e = EpochsState::new(&[TenantSetup { universe: vec![10..12], cores: vec![0], vm: false }], 1, 2, 9, TlbShape::Split { small: 64.0, huge: 32.0 });
-        let s = Stretch {
-            refs: 1_000_000,
-            instrs: 1_000_000,
-            dependent: 0,
-            order: Order::Random,
-            pages: vec![crate::workload::rates::PageLoad { vpn: 11, reads: 4000.0, writes: 0.0, bursts: 2000.0, write_bursts: 0.0 }],
-        };
-        e.switch(0, &s, 0.0);
-        e.tenants[0].tlb_time = [1000.0, 1000.0];
+        let mut e = one_bursty_page(9);
         let window = 1e6;
         let mut taken = 0u64;
         for w in 0..200 {
