@@ -161,6 +161,13 @@ pub struct Pages {
     pub writes: Vec<f32>,
     pub bursts: Vec<f32>,
     pub write_bursts: Vec<f32>,
+    /// The pages the current stretch names (the only ones whose rates may be
+    /// non-zero), in increasing index: a switch and the TLB-reach estimate visit
+    /// these, not every page of the footprint.
+    active: Vec<u32>,
+    /// Each page's share of the stretch's references, used by `switch` only and zero
+    /// between switches.
+    share: Vec<f64>,
     /// Per page: the hazard clock when its Accessed (Dirty) bit was last settled, and
     /// the hazard that stretches before the current one added since then.
     since_a: Vec<f64>,
@@ -297,6 +304,8 @@ impl Pages {
             writes: vec![0.0; n],
             bursts: vec![0.0; n],
             write_bursts: vec![0.0; n],
+            active: Vec::new(),
+            share: vec![0.0; n],
             since_a: vec![0.0; n],
             since_d: vec![0.0; n],
             pend_a: vec![0.0; n],
@@ -498,7 +507,8 @@ impl Pages {
             }
         };
         let mut region = (u64::MAX, 0.0);
-        for i in 0..self.len() {
+        for &i in &self.active {
+            let i = i as usize;
             let Some(m) = self.managed(i).filter(|_| self.is_mapped(i)) else { continue };
             let b = self.bursts[i] as f64;
             if self.flags[i] & HUGE != 0 {
@@ -746,14 +756,16 @@ impl EpochsState {
         let p = &mut self.tenants[tenant as usize];
         p.version = p.version.wrapping_add(1);
         let refs = s.refs.max(1) as f64;
-        // The old stretch's pages: fold their hazard, take them out.
-        let mut old_share = vec![0.0f64; 0];
-        let old_total: f64 = p.reads.iter().zip(&p.writes).map(|(r, w)| (r + w) as f64).sum();
-        if old_total > 0.0 {
-            old_share = p.reads.iter().zip(&p.writes).map(|(r, w)| (r + w) as f64 / old_total).collect();
-        }
-        for i in 0..p.len() {
+        // The old stretch's pages: fold their hazard, take them out, and keep their
+        // shares of its references.
+        let old_total: f64 = p.active.iter().map(|&i| (p.reads[i as usize] + p.writes[i as usize]) as f64).sum();
+        let active = std::mem::take(&mut p.active);
+        for &i in &active {
+            let i = i as usize;
             if p.bursts[i] > 0.0 || p.write_bursts[i] > 0.0 || p.reads[i] + p.writes[i] > 0.0 {
+                if old_total > 0.0 {
+                    p.share[i] = (p.reads[i] + p.writes[i]) as f64 / old_total;
+                }
                 let (a, d) = p.hazards(i, h);
                 p.pend_a[i] = a as f32;
                 p.pend_d[i] = d as f32;
@@ -777,7 +789,10 @@ impl EpochsState {
         // The new stretch.
         let mut queued = 0;
         let mut new_touches: Vec<(f64, u32)> = Vec::new();
-        let mut new_share = vec![0.0f64; if old_share.is_empty() { 0 } else { p.len() }];
+        // Twice the distance between the old and the new shares, summed as the new
+        // pages come (each taking its old share out) and then over the old pages left.
+        let mut moved = 0.0;
+        let mut names = Vec::with_capacity(s.pages.len());
         let n_unmapped = s.pages.iter().filter(|l| p.index(l.vpn).is_some_and(|i| !p.is_mapped(i) && p.flags[i] & QUEUED == 0)).count();
         let mut rank = 0usize;
         for l in &s.pages {
@@ -788,8 +803,9 @@ impl EpochsState {
             p.write_bursts[i] = (l.write_bursts as f64 / refs) as f32;
             p.reclass(i);
             p.account(i, 1.0);
-            if !new_share.is_empty() {
-                new_share[i] = l.refs() as f64 / refs;
+            names.push(i as u32);
+            if old_total > 0.0 {
+                moved += (std::mem::take(&mut p.share[i]) - l.refs() as f64 / refs).abs();
             }
             if !p.is_mapped(i) && p.flags[i] & QUEUED == 0 {
                 // When the page is first touched: its first burst, or its place in
@@ -834,7 +850,12 @@ impl EpochsState {
             }
             p.first_touch = merged;
         }
-        let distance = if old_share.is_empty() { 1.0 } else { 0.5 * old_share.iter().zip(&new_share).map(|(a, b)| (a - b).abs()).sum::<f64>() };
+        for &i in &active {
+            moved += std::mem::take(&mut p.share[i as usize]);
+        }
+        debug_assert!(names.windows(2).all(|w| w[0] < w[1]), "a stretch names its pages in increasing order, each once");
+        p.active = names;
+        let distance = if old_total > 0.0 { 0.5 * moved } else { 1.0 };
         p.instrs_per_ref = s.instrs as f64 / refs;
         p.dependent_share = s.dependent as f64 / refs;
         p.reach(self.tlb);
@@ -1554,6 +1575,14 @@ mod tests {
         assert!((e.tenants[0].pend_a[0] - 50.0).abs() < 1e-3);
         let (a, _) = e.tenants[0].hazards(0, 600.0);
         assert!((a - 60.0).abs() < 1e-3, "{a}");
+        // Page 12 left out: its rates are cleared; shares 0.8 and 0.2 against 1 and
+        // 0 are half of (0.2 + 0.2) apart.
+        let only_10 = Stretch { pages: vec![crate::workload::rates::PageLoad { vpn: 10, reads: 1000.0, writes: 0.0, bursts: 10.0, write_bursts: 0.0 }], ..s };
+        let sw = e.switch(0, &only_10, 700.0);
+        assert!((sw.distance - 0.2).abs() < 1e-6, "{}", sw.distance);
+        let p = &e.tenants[0];
+        assert_eq!((p.reads[2], p.bursts[2], p.active.as_slice()), (0.0, 0.0, &[0u32][..]));
+        assert!(p.share.iter().all(|&x| x == 0.0), "shares are cleared after a switch");
     }
 
     /// Walker's table draws each index in proportion to its weight: weights 3, 1, 0,

@@ -721,6 +721,9 @@ pub(crate) mod tests {
         let mut cfg = config("seqscan");
         cfg.refs = 400_000;
         check_statement(&cfg);
+        // Uniform references beside the sweep: every page is named, not only the swept.
+        cfg.seqscan.hot_refs = 0.7;
+        check_statement(&cfg);
         let mut cfg = config("kv");
         cfg.refs = 400_000;
         check_statement(&cfg);

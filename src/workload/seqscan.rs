@@ -16,7 +16,7 @@
 //! tenant sweep the same window; each core starts its sweep at its own random
 //! place in it, and keeps that relative place when the window moves.
 
-use super::rates::{independent, AccessModel, Order, Stretch};
+use super::rates::{independent, AccessModel, Order, PageLoad, Stretch};
 use super::{layout_rng, share_in_pages, stream_rng, Emitter, Phases, WorkloadConfig, PAGE_BYTES};
 use anyhow::Result;
 use crate::rng::Rng;
@@ -187,36 +187,56 @@ impl AccessModel for SeqscanModel {
         let refs = (end - self.at).min((per_sweep / STRETCHES_PER_SWEEP).max(1));
         self.at += refs;
         let wf = g.write_fraction;
-        let mut loads: Vec<(f64, f64)> = (0..self.all_pages).map(|p| ((1.0 - g.hot_refs) * (self.bytes - p * PAGE_BYTES).min(PAGE_BYTES) as f64 / self.bytes as f64 * refs as f64, 0.0)).collect();
+        // Uniform references: every page but a short last one has the same load, so
+        // its statement is made once; with every reference in the sweep (the
+        // default) only the swept pages are named.
+        let uniform = |p: u64| (1.0 - g.hot_refs) * (self.bytes - p * PAGE_BYTES).min(PAGE_BYTES) as f64 / self.bytes as f64 * refs as f64;
+        let mut swept_pages: Vec<(u64, f64, f64)> = Vec::new();
         let swept = (g.hot_refs * refs as f64).round() as u64;
         let slots_per_page = PAGE_BYTES >> g.shift;
         let mut left = swept;
         while left > 0 {
             let page_of_window = g.sweep / slots_per_page;
             let in_page = (slots_per_page - g.sweep % slots_per_page).min(g.window_slots - g.sweep).min(left);
-            let page = ((g.window_start + page_of_window) % g.pages) as usize;
-            loads[page].0 += in_page as f64;
-            loads[page].1 += 1.0;
+            let page = (g.window_start + page_of_window) % g.pages;
+            swept_pages.push((page, in_page as f64, 1.0));
             left -= in_page;
             g.sweep = (g.sweep + in_page) % g.window_slots;
         }
+        // A page passed twice (the sweep wrapped within the stretch) is one entry.
+        swept_pages.sort_unstable_by_key(|s| s.0);
+        swept_pages.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 += later.1;
+                kept.2 += later.2;
+            }
+            same
+        });
         out.refs = refs;
         out.instrs = self.instrs * refs;
         out.dependent = 0;
         out.order = Order::Random;
-        out.pages = loads
-            .iter()
-            .enumerate()
-            .map(|(p, &(n, sweeps))| {
-                let mut l = independent(self.first + p as u64, n / refs as f64, wf, refs);
-                if sweeps > 0.0 {
-                    // The sweep's references to the page are one burst per pass.
-                    l.bursts = sweeps as f32;
-                    l.write_bursts = (sweeps * (1.0 - (1.0 - wf).powf(n / sweeps))) as f32;
-                }
-                l
-            })
-            .collect();
+        out.pages.clear();
+        let full = independent(0, uniform(0) / refs as f64, wf, refs);
+        let mut named = swept_pages.iter().peekable();
+        let pages: Box<dyn Iterator<Item = u64>> = if g.hot_refs >= 1.0 { Box::new(swept_pages.iter().map(|s| s.0)) } else { Box::new(0..self.all_pages) };
+        for p in pages {
+            let sweep = named.next_if(|s| s.0 == p);
+            let n = uniform(p);
+            if sweep.is_none() && n <= 0.0 {
+                continue;
+            }
+            let mut l = if (p + 1) * PAGE_BYTES <= self.bytes { PageLoad { vpn: self.first + p, ..full } } else { independent(self.first + p, n / refs as f64, wf, refs) };
+            if let Some(&(_, hot, sweeps)) = sweep {
+                // The sweep's references to the page are one burst per pass.
+                let n = n + hot;
+                l = independent(self.first + p, n / refs as f64, wf, refs);
+                l.bursts = sweeps as f32;
+                l.write_bursts = (sweeps * (1.0 - (1.0 - wf).powf(n / sweeps))) as f32;
+            }
+            out.pages.push(l);
+        }
         out.scale_by(self.cores);
         Ok(true)
     }
