@@ -65,6 +65,14 @@ pub struct Calendar {
     mark_demand: u64,
     /// Demand's share of the bus measured then.
     demand_share: f64,
+    /// A run of windows `[skip_from, skip_to)` known to have at most `skip_free` free
+    /// cycles each (bookings only fill a window, so this stays true): a booking longer
+    /// than that passes the run in one step instead of window by window. Behind a
+    /// long copy the windows ahead of a new line's time are full, and scanning them
+    /// one by one made booking a copy quadratic in its length.
+    skip_from: u64,
+    skip_to: u64,
+    skip_free: u64,
 }
 
 impl Calendar {
@@ -92,8 +100,21 @@ impl Calendar {
         }
         let reserved = ((cycles as f64 / (1.0 - self.demand_share)).round() as u64).max(cycles);
         let mut t = at;
+        let first_window = at / WINDOW;
+        // The most free cycles of a window passed after the first (the first may have
+        // room before `at` that a booking with an earlier time could take; a window
+        // beyond the horizon, which no booking can take, has none).
+        let mut passed_free = 0;
+        // (A transfer longer than a window may take an empty one: no window is passed
+        // for it on the run's account.)
+        let skips = reserved <= WINDOW;
         loop {
             let w = t / WINDOW;
+            if skips && w >= self.skip_from && w < self.skip_to && reserved > self.skip_free {
+                passed_free = passed_free.max(self.skip_free);
+                t = self.skip_to * WINDOW;
+                continue;
+            }
             let (start, end) = (w * WINDOW, (w + 1) * WINDOW);
             if let Some(s) = self.slot(w) {
                 let begin = t.max(start + s.end as u64);
@@ -107,10 +128,28 @@ impl Calendar {
                     s.reserved += (stop - begin) as u16;
                     let done = begin + reserved;
                     self.until = self.until.max(done);
+                    if skips && w > first_window + 1 {
+                        self.passed(first_window + 1, w, passed_free);
+                    }
                     return done;
+                }
+                if w > first_window {
+                    passed_free = passed_free.max(WINDOW - s.end as u64);
                 }
             }
             t = end;
+        }
+    }
+
+    /// Notes that windows `[from, to)` have at most `free` free cycles each: joined to
+    /// the known run when the two meet, or in its place.
+    fn passed(&mut self, from: u64, to: u64, free: u64) {
+        if from <= self.skip_to && to >= self.skip_from && self.skip_to > self.skip_from {
+            self.skip_from = self.skip_from.min(from);
+            self.skip_to = self.skip_to.max(to);
+            self.skip_free = self.skip_free.max(free);
+        } else {
+            (self.skip_from, self.skip_to, self.skip_free) = (from, to, free);
         }
     }
 

@@ -1023,7 +1023,20 @@ impl<R: Redirect> Machine<R> {
             }
         }
         for (tenant, vpn, n) in std::mem::take(&mut e.dropped) {
-            let idx = e.tenants[tenant as usize].indexes(vpn, n);
+            // The pages that trap (poisoned, or their move has them trap), from one
+            // walk over the leaves of the range (from the huge page holding its
+            // start): a whole VM's flush would otherwise walk the table once per page.
+            let mut trapping: Vec<usize> = Vec::new();
+            let p = &e.tenants[tenant as usize];
+            let end = vpn.checked_add(n).and_then(|x| x.checked_mul(4096)).unwrap_or(u64::MAX);
+            self.space.visit_slots(tenant, (vpn & !511) << 12, end, &mut |page, slot| {
+                if self.space.entry(tenant, slot) & (POISONED | TRAP) != 0 {
+                    trapping.extend(p.managed_span(page.addr >> 12, page.bytes >> 12));
+                }
+                ControlFlow::Continue(())
+            });
+            trapping.sort_unstable();
+            let idx = p.indexes(vpn, n);
             for i in idx {
                 let p = &mut e.tenants[tenant as usize];
                 p.flags[i] &= !(STICKY_A | STICKY_D);
@@ -1033,11 +1046,11 @@ impl<R: Redirect> Machine<R> {
                     e.cancel(tenant, i);
                     continue;
                 }
-                let Some(vpn) = p.managed(i) else { continue };
-                // A poisoned page, or one whose move has it trap, is met again at its
-                // next TLB miss.
-                let trapping = self.space.mapped(PageRef::new(tenant, vpn << 12)).is_ok_and(|m| m.entry & (POISONED | TRAP) != 0);
-                if trapping {
+                if p.managed(i).is_none() {
+                    continue;
+                }
+                // A page that traps is met again at its next TLB miss.
+                if trapping.binary_search(&i).is_ok() {
                     e.schedule(tenant, i, None);
                 } else {
                     e.cancel(tenant, i);

@@ -458,6 +458,12 @@ impl Space {
         self.tenants[tenant as usize].table.entry_paddr(slot)
     }
 
+    /// The entry at `slot` of `tenant`'s managed table.
+    #[inline]
+    pub(crate) fn entry(&self, tenant: u16, slot: usize) -> u64 {
+        self.tenants[tenant as usize].table.entry(slot)
+    }
+
     #[inline]
     pub(crate) fn entry_mut(&mut self, tenant: u16, slot: usize) -> &mut u64 {
         self.tenants[tenant as usize].table.entry_mut(slot)
