@@ -196,6 +196,20 @@ impl Calendar {
 mod tests {
     use super::*;
 
+    /// A thousand 100-cycle transfers all asked for at cycle 0 fill ten to a window
+    /// (24 cycles left in each), each passing the full windows before it; a shorter
+    /// transfer still finds the first window's gap, and a long one goes after them all.
+    #[test]
+    fn a_booking_passes_the_full_windows_and_still_finds_a_gap_it_fits() {
+        let mut c = Calendar::default();
+        for k in 0..1000u64 {
+            assert_eq!(c.book(0, 100), (k / 10) * WINDOW + (k % 10 + 1) * 100, "transfer {k}");
+        }
+        assert_eq!(c.book(0, 20), 1020, "the 24 cycles left in window 0");
+        assert_eq!(c.book(0, 100), 100 * WINDOW + 100, "after the hundred full windows");
+        assert_eq!(c.book(50 * WINDOW + 10, 24), 50 * WINDOW + 1024, "a later start finds its own window's gap");
+    }
+
     #[test]
     fn dense_bookings_pack_windows_and_sparse_ones_keep_their_time() {
         let mut c = Calendar::default();

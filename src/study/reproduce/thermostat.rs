@@ -173,6 +173,7 @@ fn setting(quick: bool) -> &'static str {
     } else {
         "epochs mode (docs/epochs.md), the paper's 30 s periods for about 1200 simulated s, loss over the last half of the references (the paper's 600 s after 600 s of warm-up); \
          footprints of the paper's applications (kv-hot 16 GiB as Redis' 17.2 GB, kv-zipf 8 GiB, hotspot 8 GiB, graph-bfs 4.5 GiB, seqscan 4 GiB) on the preset's own TLBs. \
+         graph-bfs's rows are not to be trusted: Thermostat on graph-bfs is an outlier of epochs mode's validation (+114 % cycles against detailed mode; docs/epochs.md). \
          Moving phases: hotspot 8 GiB, its hot half (99.9 % of the references) jumps to the other half at 3 changes, about 300 s apart, loss after the first quarter; \
          the paper shows no phase change, only that the correction brings a rate over the target back (§3.5, Fig. 3)."
     }
