@@ -218,24 +218,26 @@ impl AccessModel for SeqscanModel {
         out.dependent = 0;
         out.order = Order::Random;
         out.pages.clear();
-        let full = independent(0, uniform(0) / refs as f64, wf, refs);
-        let mut named = swept_pages.iter().peekable();
-        let pages: Box<dyn Iterator<Item = u64>> = if g.hot_refs >= 1.0 { Box::new(swept_pages.iter().map(|s| s.0)) } else { Box::new(0..self.all_pages) };
-        for p in pages {
-            let sweep = named.next_if(|s| s.0 == p);
-            let n = uniform(p);
-            if sweep.is_none() && n <= 0.0 {
-                continue;
+        // A swept page: its references, and one burst per pass of the sweep.
+        let swept_load = |p: u64, n: f64, sweeps: f64| {
+            let mut l = independent(self.first + p, n / refs as f64, wf, refs);
+            l.bursts = sweeps as f32;
+            l.write_bursts = (sweeps * (1.0 - (1.0 - wf).powf(n / sweeps))) as f32;
+            l
+        };
+        if g.hot_refs >= 1.0 {
+            out.pages.extend(swept_pages.iter().map(|&(p, hot, sweeps)| swept_load(p, hot, sweeps)));
+        } else {
+            let full = independent(0, uniform(0) / refs as f64, wf, refs);
+            let mut named = swept_pages.iter().peekable();
+            for p in 0..self.all_pages {
+                let n = uniform(p);
+                out.pages.push(match named.next_if(|s| s.0 == p) {
+                    Some(&(_, hot, sweeps)) => swept_load(p, n + hot, sweeps),
+                    None if (p + 1) * PAGE_BYTES <= self.bytes => PageLoad { vpn: self.first + p, ..full },
+                    None => independent(self.first + p, n / refs as f64, wf, refs),
+                });
             }
-            let mut l = if (p + 1) * PAGE_BYTES <= self.bytes { PageLoad { vpn: self.first + p, ..full } } else { independent(self.first + p, n / refs as f64, wf, refs) };
-            if let Some(&(_, hot, sweeps)) = sweep {
-                // The sweep's references to the page are one burst per pass.
-                let n = n + hot;
-                l = independent(self.first + p, n / refs as f64, wf, refs);
-                l.bursts = sweeps as f32;
-                l.write_bursts = (sweeps * (1.0 - (1.0 - wf).powf(n / sweeps))) as f32;
-            }
-            out.pages.push(l);
         }
         out.scale_by(self.cores);
         Ok(true)

@@ -72,16 +72,16 @@ set.'workload.hotspot.hot_refs' = 0.95"#,
     },
     // In-memory analytics (6.2 GB): a graph kernel.
     Workload { name: "graph-bfs", footprint: "6GiB", full: 109_600_000_000, quick: 0, options: r#"workload = "graph-bfs""# },
-    // Ours: a scan, the pattern a huge page is never idle under.
+    // Ours: sweeps of a window that moves (HMM-V §5.5's sequential benchmark).
     Workload { name: "seqscan", footprint: "4GiB", full: 413_000_000_000, quick: 0, options: r#"workload = "seqscan""# },
 ];
 
-/// The paper's period (§4.3: "we set the sampling period to 30 seconds").
+/// The paper's period (§5: "5% of huge pages sampled in every scan interval of 30s").
 const PERIOD_S: f64 = 30.0;
 
-/// Lines common to every run: epochs mode, the paper's period, one report point per
-/// simulated second (3.2·10⁹ cycles at the preset's 3.2 GHz) to keep 1200 s of
-/// report small.
+/// Lines common to every run: epochs mode, periods in simulated seconds (not cut
+/// from the run's length), and one report point per simulated second (3.2·10⁹ cycles
+/// at the preset's 3.2 GHz) to keep 1200 s of report small.
 const COMMON: &str = r#"preset = "thermostat-emulated"
 mode = "epochs"
 set.'engine.epoch_cycles' = 3200000000
