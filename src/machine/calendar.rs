@@ -44,11 +44,24 @@ struct Slot {
     end: u16,
     /// Cycles reserved by the bookings.
     reserved: u16,
+    /// A jump over full windows: windows `[window, window + ahead)` each have at most
+    /// `ahead_free` free cycles after their last booking (none known when `ahead` is
+    /// 0). Bookings only fill a window, so this stays true while the slot holds it,
+    /// and a booking longer than `ahead_free` passes them all in one step.
+    ahead: u32,
+    ahead_free: u16,
 }
 
 impl Slot {
     fn empty(window: u64) -> Slot {
-        Slot { window, first: 0, end: 0, reserved: 0 }
+        Slot { window, ..Slot::default() }
+    }
+
+    /// Whether a booking of `reserved` cycles can take none of the windows this slot's
+    /// jump passes. (A passed window holds a booking, so it is not empty: a transfer
+    /// longer than a window, which needs an empty one, passes them too.)
+    fn passes(&self, reserved: u64) -> bool {
+        self.ahead > 0 && reserved > self.ahead_free as u64
     }
 }
 
@@ -65,14 +78,6 @@ pub struct Calendar {
     mark_demand: u64,
     /// Demand's share of the bus measured then.
     demand_share: f64,
-    /// A run of windows `[skip_from, skip_to)` known to have at most `skip_free` free
-    /// cycles each (bookings only fill a window, so this stays true): a booking longer
-    /// than that passes the run in one step instead of window by window. Behind a
-    /// long copy the windows ahead of a new line's time are full, and scanning them
-    /// one by one made booking a copy quadratic in its length.
-    skip_from: u64,
-    skip_to: u64,
-    skip_free: u64,
 }
 
 impl Calendar {
@@ -92,6 +97,12 @@ impl Calendar {
 
     /// Books `cycles` of background bus time starting no earlier than `at`, stretched
     /// to leave demand its share; returns the cycle at which the transfer ends.
+    ///
+    /// Behind a long copy the windows ahead of a new line's time are full, and
+    /// scanning them one by one would make booking a copy quadratic in its length (and
+    /// two streams on one channel each scan the other's windows): the windows a
+    /// booking passes are given a jump to where it went, so the next booking that
+    /// cannot fit them passes them in one step, as in a union-find's path compression.
     pub fn book(&mut self, at: u64, cycles: u64) -> u64 {
         if at >= self.mark_at + WINDOW {
             let share = (self.demand_cycles - self.mark_demand) as f64 / (at - self.mark_at) as f64;
@@ -105,18 +116,15 @@ impl Calendar {
         // room before `at` that a booking with an earlier time could take; a window
         // beyond the horizon, which no booking can take, has none).
         let mut passed_free = 0;
-        // (A transfer longer than a window may take an empty one: no window is passed
-        // for it on the run's account.)
-        let skips = reserved <= WINDOW;
         loop {
             let w = t / WINDOW;
-            if skips && w >= self.skip_from && w < self.skip_to && reserved > self.skip_free {
-                passed_free = passed_free.max(self.skip_free);
-                t = self.skip_to * WINDOW;
-                continue;
-            }
             let (start, end) = (w * WINDOW, (w + 1) * WINDOW);
             if let Some(s) = self.slot(w) {
+                if s.passes(reserved) {
+                    passed_free = passed_free.max(s.ahead_free as u64);
+                    t = (w + s.ahead as u64) * WINDOW;
+                    continue;
+                }
                 let begin = t.max(start + s.end as u64);
                 // A transfer longer than a window takes an empty one and spills over.
                 if begin + reserved <= end || (s.reserved == 0 && reserved > WINDOW) {
@@ -128,8 +136,8 @@ impl Calendar {
                     s.reserved += (stop - begin) as u16;
                     let done = begin + reserved;
                     self.until = self.until.max(done);
-                    if skips && w > first_window + 1 {
-                        self.passed(first_window + 1, w, passed_free);
+                    if w > first_window + 1 {
+                        self.jump(first_window + 1, w, passed_free, reserved);
                     }
                     return done;
                 }
@@ -141,15 +149,21 @@ impl Calendar {
         }
     }
 
-    /// Notes that windows `[from, to)` have at most `free` free cycles each: joined to
-    /// the known run when the two meet, or in its place.
-    fn passed(&mut self, from: u64, to: u64, free: u64) {
-        if from <= self.skip_to && to >= self.skip_from && self.skip_to > self.skip_from {
-            self.skip_from = self.skip_from.min(from);
-            self.skip_to = self.skip_to.max(to);
-            self.skip_free = self.skip_free.max(free);
-        } else {
-            (self.skip_from, self.skip_to, self.skip_free) = (from, to, free);
+    /// Gives each window a booking of `reserved` cycles passed on its way from `from`
+    /// to `to` (the same path: a window's old jump is followed where the booking took
+    /// it) a jump to `to`, with `free` the most free cycles of any of them.
+    fn jump(&mut self, from: u64, to: u64, free: u64, reserved: u64) {
+        let mut w = from;
+        while w < to {
+            let Some(s) = self.slot(w) else {
+                w += 1;
+                continue;
+            };
+            let next = if s.passes(reserved) { w + s.ahead as u64 } else { w + 1 };
+            if let Ok(ahead) = u32::try_from(to - w) {
+                (s.ahead, s.ahead_free) = (ahead, free as u16);
+            }
+            w = next;
         }
     }
 
@@ -208,6 +222,45 @@ mod tests {
         assert_eq!(c.book(0, 20), 1020, "the 24 cycles left in window 0");
         assert_eq!(c.book(0, 100), 100 * WINDOW + 100, "after the hundred full windows");
         assert_eq!(c.book(50 * WINDOW + 10, 24), 50 * WINDOW + 1024, "a later start finds its own window's gap");
+    }
+
+    /// Jumps over full windows never change where a booking goes: three streams on one
+    /// channel (two copies at their own times, sparse lines between them, some longer
+    /// than a window) booked in an interleaved order land where a window-by-window
+    /// walk puts them, with no demand (reservations as asked).
+    #[test]
+    fn jumps_over_full_windows_place_bookings_as_a_walk_does() {
+        // The walk: each window's end offset, or none when it is empty.
+        let mut ends: Vec<Option<u64>> = vec![None; 4096];
+        let mut walk = |at: u64, r: u64| -> u64 {
+            let mut w = at / WINDOW;
+            loop {
+                let start = w * WINDOW;
+                let begin = at.max(start + ends[w as usize].unwrap_or(0));
+                if begin + r <= start + WINDOW || (ends[w as usize].is_none() && r > WINDOW) {
+                    ends[w as usize] = Some((begin + r).min(start + WINDOW) - start);
+                    return begin + r;
+                }
+                w += 1;
+            }
+        };
+        let mut c = Calendar::default();
+        let mut rng = crate::rng::Rng::new(11);
+        let (mut a, mut b) = (0u64, 300 * WINDOW);
+        for k in 0..20_000 {
+            let (at, r) = match rng.below(3) {
+                0 => {
+                    a += 40;
+                    (a, 30 + rng.below(80))
+                }
+                1 => {
+                    b += 25;
+                    (b, 60)
+                }
+                _ => (rng.below(600 * WINDOW), if rng.below(50) == 0 { 1500 } else { 1 + rng.below(300) }),
+            };
+            assert_eq!(c.book(at, r), walk(at, r), "booking {k}: {r} cycles at {at}");
+        }
     }
 
     #[test]

@@ -73,6 +73,11 @@ const STICKY_D: u8 = 8;
 const QUEUED: u8 = 16;
 /// A VM's guest maps the page with a huge page.
 const GUEST_HUGE: u8 = 32;
+/// Fault events may be pending at the page's current generation (set when one is
+/// drawn; a bulk drop voids only such pages' events, the others have none to void).
+const PENDING: u8 = 64;
+/// The page is in its tenant's `marked` list.
+const MARKED: u8 = 128;
 
 /// Classes of pages, for the cost model: what decides how a page's references fare
 /// in the caches is how often it is come back to — its bursts per reference of its
@@ -213,6 +218,12 @@ pub struct Pages {
     /// First touches waiting: the hazard clock at which each page is first touched
     /// and the page, latest first (the next is last).
     first_touch: Vec<(f64, u32)>,
+    /// The pages whose flags may hold a sticky flag or [`PENDING`] (each once, with
+    /// [`MARKED`]): all a drop of the whole managed space has to visit.
+    marked: Vec<u32>,
+    /// Whether an entry of the tenant was ever poisoned or set to trap: until then a
+    /// drop has no trapping pages to look for (and a whole-space drop no table to walk).
+    may_trap: bool,
     tiers: usize,
     /// A VM's guest mapping: each page's guest-physical page, and each guest-physical
     /// page's page ([`NONE`] where there is none); and the lazy state of the guest
@@ -327,6 +338,8 @@ impl Pages {
             changed: true,
             moved_share: 0.0,
             first_touch: Vec::new(),
+            marked: Vec::new(),
+            may_trap: false,
             tiers,
             guest: s.vm.then(|| Guest { gpfn: vec![NONE; n], page: Vec::new(), since: vec![0.0; n], pend_a: vec![0.0; n], pend_d: vec![0.0; n] }),
             load_misses: Vec::new(),
@@ -393,6 +406,104 @@ impl Pages {
         self.managed_span(m & !511, 512).next().unwrap_or(i)
     }
 
+    /// Translations of the managed-space pages `[first, first + n)` were dropped from
+    /// every TLB: their sticky flags go, and their pending faults are voided — except
+    /// for the pages of `trapping` (in any order) that stand for their translation,
+    /// whose faults are to be drawn again from each core's next burst: returned, in
+    /// the range's order. A drop of the whole managed space (a VM's
+    /// flush: a million pages) visits only the pages marked since the last one; a
+    /// partial drop, every page of its range.
+    fn drop_translations(&mut self, first: u64, n: u64, trapping: &[usize]) -> Vec<usize> {
+        let mut sorted = trapping.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let end = first.saturating_add(n);
+        // A huge translation's faults are drawn once, on its representative page; the
+        // other pages' events (from before a merge) are void.
+        let mut redraw = Vec::new();
+        let mut page = |p: &mut Pages, i: usize, rep: usize| {
+            p.flags[i] &= !(STICKY_A | STICKY_D);
+            let f = p.flags[i];
+            if (f & HUGE == 0 || rep == i) && !sorted.is_empty() && sorted.binary_search(&i).is_ok() {
+                redraw.push(i);
+            } else if f & PENDING != 0 {
+                p.generation[i] = p.generation[i].wrapping_add(1);
+                p.flags[i] &= !PENDING;
+            }
+        };
+        let whole = match &self.guest {
+            Some(g) => first == 0 && end >= g.page.len() as u64,
+            None => self.ranges.first().is_none_or(|r| first <= r.start) && self.ranges.last().is_none_or(|r| end >= r.end),
+        };
+        if whole {
+            // The marked pages hold every sticky flag and pending event; a VM's page
+            // the guest has not mapped is not in the range (and stays marked).
+            let marked = std::mem::take(&mut self.marked);
+            for &i in &marked {
+                let i = i as usize;
+                if self.managed(i).is_none() {
+                    self.marked.push(i as u32);
+                    continue;
+                }
+                self.flags[i] &= !MARKED;
+                let rep = self.representative(i);
+                page(self, i, rep);
+            }
+            // Redrawn in the range's order, as a pass over it would.
+            redraw.clear();
+            redraw.extend(sorted.iter().copied().filter(|&i| self.managed(i).is_some() && self.representative(i) == i));
+            redraw.sort_by_key(|&i| self.managed(i));
+            return redraw;
+        }
+        if self.guest.is_none() {
+            let runs: Vec<(u64, Range<usize>)> = self.runs(first, n).collect();
+            for (vpn, run) in runs {
+                let (mut block, mut rep) = (u64::MAX, None);
+                for (k, i) in run.enumerate() {
+                    let region = (vpn + k as u64) & !511;
+                    if region != block {
+                        (block, rep) = (region, self.span(region, 512).next());
+                    }
+                    page(self, i, rep.unwrap_or(i));
+                }
+            }
+        } else {
+            // (Guest mappings never change once made: the reverse map names each
+            // page at its own guest-physical page.)
+            let end = end.min(self.guest.as_ref().map_or(0, |g| g.page.len() as u64));
+            let mut gpfn = first;
+            while gpfn < end {
+                let block = gpfn & !511;
+                let block_end = (block + 512).min(end);
+                let rep = self.guest_first(block);
+                for gp in gpfn..block_end {
+                    let i = self.guest.as_ref().map_or(NONE, |g| g.page[gp as usize]);
+                    if i != NONE {
+                        page(self, i as usize, rep.unwrap_or(i as usize));
+                    }
+                }
+                gpfn = block_end;
+            }
+        }
+        redraw
+    }
+
+    /// Marks page `i` as one that may hold sticky flags or pending events.
+    fn mark(&mut self, i: usize) {
+        if self.flags[i] & MARKED == 0 {
+            self.flags[i] |= MARKED;
+            self.marked.push(i as u32);
+        }
+    }
+
+    /// A VM's first page (by the reverse map) of the guest-physical huge region from
+    /// `block`.
+    fn guest_first(&self, block: u64) -> Option<usize> {
+        let g = self.guest.as_ref()?;
+        let end = (block + 512).min(g.page.len() as u64);
+        g.page.get(block as usize..end as usize)?.iter().find(|&&i| i != NONE).map(|&i| i as usize)
+    }
+
     /// Notes that the guest mapped page `i` at guest-physical page `gpfn`, with a huge
     /// page when `huge`.
     fn note_guest(&mut self, i: usize, gpfn: u64, huge: bool) {
@@ -434,11 +545,17 @@ impl Pages {
 
     /// The indexes of the pages in `[vpn, vpn + n)` that the universe holds.
     fn span(&self, vpn: u64, n: u64) -> impl Iterator<Item = usize> + '_ {
+        self.runs(vpn, n).flat_map(|(_, run)| run)
+    }
+
+    /// The pages in `[vpn, vpn + n)` that the universe holds, as runs of indexes, each
+    /// with its first page number.
+    fn runs(&self, vpn: u64, n: u64) -> impl Iterator<Item = (u64, Range<usize>)> + '_ {
         let end = vpn + n;
         let first = self.ranges.partition_point(|r| r.end <= vpn);
-        self.ranges[first..].iter().zip(&self.starts[first..]).take_while(move |(r, _)| r.start < end).flat_map(move |(r, &s)| {
+        self.ranges[first..].iter().zip(&self.starts[first..]).take_while(move |(r, _)| r.start < end).map(move |(r, &s)| {
             let (lo, hi) = (vpn.max(r.start), end.min(r.end));
-            (s + (lo - r.start) as usize)..(s + (hi - r.start) as usize)
+            (lo, (s + (lo - r.start) as usize)..(s + (hi - r.start) as usize))
         })
     }
 
@@ -900,6 +1017,8 @@ impl EpochsState {
         if beta <= 0.0 {
             return;
         }
+        p.flags[i] |= PENDING;
+        p.mark(i);
         let t = p.tlb_time[huge as usize];
         let batched = self.batch_faults && after.is_some_and(|a| a.repeat);
         for &c in &p.cores {
@@ -978,6 +1097,15 @@ impl<R: Redirect> Machine<R> {
         }
     }
 
+    /// Notes for epochs mode that an entry of `tenant` was poisoned or set to trap
+    /// (the only ways an entry comes to trap: a copied entry keeps a bit set here).
+    #[inline]
+    pub(crate) fn epochs_may_trap(&mut self, tenant: u16) {
+        if let Some(p) = self.epochs.as_deref_mut().and_then(|e| e.tenants.get_mut(tenant as usize)) {
+            p.may_trap = true;
+        }
+    }
+
     /// Notes dropped translations for epochs mode.
     #[inline]
     pub(crate) fn epochs_dropped(&mut self, tenant: u16, addr: u64, bytes: u64) {
@@ -1028,33 +1156,18 @@ impl<R: Redirect> Machine<R> {
             // start): a whole VM's flush would otherwise walk the table once per page.
             let mut trapping: Vec<usize> = Vec::new();
             let p = &e.tenants[tenant as usize];
-            let end = vpn.checked_add(n).and_then(|x| x.checked_mul(4096)).unwrap_or(u64::MAX);
-            self.space.visit_slots(tenant, (vpn & !511) << 12, end, &mut |page, slot| {
-                if self.space.entry(tenant, slot) & (POISONED | TRAP) != 0 {
-                    trapping.extend(p.managed_span(page.addr >> 12, page.bytes >> 12));
-                }
-                ControlFlow::Continue(())
-            });
-            trapping.sort_unstable();
-            let idx = p.indexes(vpn, n);
-            for i in idx {
-                let p = &mut e.tenants[tenant as usize];
-                p.flags[i] &= !(STICKY_A | STICKY_D);
-                // A huge translation's faults are drawn once, on its representative
-                // page; the other pages' events (from before a merge) are void.
-                if p.representative(i) != i {
-                    e.cancel(tenant, i);
-                    continue;
-                }
-                if p.managed(i).is_none() {
-                    continue;
-                }
-                // A page that traps is met again at its next TLB miss.
-                if trapping.binary_search(&i).is_ok() {
-                    e.schedule(tenant, i, None);
-                } else {
-                    e.cancel(tenant, i);
-                }
+            if p.may_trap {
+                let end = vpn.checked_add(n).and_then(|x| x.checked_mul(4096)).unwrap_or(u64::MAX);
+                self.space.visit_slots(tenant, (vpn & !511) << 12, end, &mut |page, slot| {
+                    if self.space.entry(tenant, slot) & (POISONED | TRAP) != 0 {
+                        trapping.extend(p.managed_span(page.addr >> 12, page.bytes >> 12));
+                    }
+                    ControlFlow::Continue(())
+                });
+            }
+            let redraw = e.tenants[tenant as usize].drop_translations(vpn, n, &trapping);
+            for i in redraw {
+                e.schedule(tenant, i, None);
             }
         }
         self.epochs = Some(e);
@@ -1273,6 +1386,7 @@ impl<R: Redirect> Machine<R> {
             let p = &mut e.tenants[tenant as usize];
             for &i in &idx {
                 p.flags[i] |= STICKY_A;
+                p.mark(i);
             }
         }
     }
@@ -1596,6 +1710,60 @@ mod tests {
         let p = &e.tenants[0];
         assert_eq!((p.reads[2], p.bursts[2], p.active.as_slice()), (0.0, 0.0, &[0u32][..]));
         assert!(p.share.iter().all(|&x| x == 0.0), "shares are cleared after a switch");
+    }
+
+    /// A VM of 1024 pages: pages 0–511 at guest-physical 512–1023, mapped huge in both
+    /// dimensions (page 0 stands for the translation); pages 512–1023 at 0–511 with
+    /// base pages. Page 3 (huge, not the representative) and 800 have faults pending,
+    /// 600 a sticky Accessed flag; 0, 3 and 700 trap. A drop of the whole VM voids 3's
+    /// and 800's faults, clears 600's flag, and redraws 700 and 0 in guest-physical
+    /// order, visiting only the marked pages; two drops that split the range pass
+    /// over every page and agree.
+    #[test]
+    fn a_whole_drop_visits_the_marked_pages_and_agrees_with_a_pass() {
+        let vm = || {
+            let mut p = Pages::new(&TenantSetup { universe: vec![10..1034], cores: vec![0], vm: true }, 2);
+            for i in 0..1024 {
+                let (gpfn, huge) = if i < 512 { (512 + i as u64, true) } else { (i as u64 - 512, false) };
+                p.note_guest(i, gpfn, huge);
+                p.flags[i] |= MAPPED | if huge { HUGE } else { 0 };
+            }
+            for i in [3, 800] {
+                p.flags[i] |= PENDING;
+                p.mark(i);
+            }
+            p.flags[600] |= STICKY_A;
+            p.mark(600);
+            p
+        };
+        let trapping = [700, 0, 3];
+        let mut whole = vm();
+        assert_eq!(whole.drop_translations(0, u64::MAX >> 13, &trapping), [700, 0]);
+        assert!(whole.marked.is_empty() && whole.flags.iter().all(|f| f & MARKED == 0));
+        assert_eq!((whole.generation[3], whole.generation[800], whole.generation[700], whole.generation[0]), (1, 1, 0, 0));
+        assert_eq!((whole.flags[3] & PENDING, whole.flags[800] & PENDING, whole.flags[600] & STICKY_A), (0, 0, 0));
+        let mut split = vm();
+        let mut redraw = split.drop_translations(0, 300, &trapping);
+        redraw.extend(split.drop_translations(300, 2000, &trapping));
+        assert_eq!(redraw, [700, 0]);
+        let unmarked = |p: &Pages| p.flags.iter().map(|f| f & !MARKED).collect::<Vec<_>>();
+        assert_eq!(unmarked(&split), unmarked(&whole));
+        assert_eq!(split.generation, whole.generation);
+        // A process's pages: the whole range and a pass agree as well.
+        let process = || {
+            let mut p = pages(600);
+            for i in 0..600 {
+                p.flags[i] |= MAPPED;
+            }
+            p.flags[5] |= PENDING;
+            p.mark(5);
+            p
+        };
+        let (mut a, mut b) = (process(), process());
+        assert_eq!(a.drop_translations(0, 1 << 40, &[9]), [9]);
+        assert_eq!(b.drop_translations(10, 300, &[9]), [9]);
+        assert_eq!(b.drop_translations(310, 300, &[9]), Vec::<usize>::new());
+        assert_eq!((a.generation[5], b.generation[5]), (1, 1));
     }
 
     /// Walker's table draws each index in proportion to its weight: weights 3, 1, 0,

@@ -318,6 +318,7 @@ impl<R: Redirect> Machine<R> {
     }
 
     fn set_trap_bit(&mut self, tenant: u16, slot: usize) {
+        self.epochs_may_trap(tenant);
         *self.space.entry_mut(tenant, slot) |= TRAP;
     }
 

@@ -508,6 +508,9 @@ impl<R: Redirect> Machine<R> {
     /// poisoning shoots the translation down, so the next TLB miss faults.
     pub(crate) fn set_poison(&mut self, x: &mut Exec, page: PageRef, on: bool) -> Result<(), MechError> {
         let m = self.mapped(page)?;
+        if on {
+            self.epochs_may_trap(page.tenant);
+        }
         let e = self.space.entry_mut(page.tenant, m.slot);
         if on {
             *e |= POISONED;
@@ -637,6 +640,7 @@ impl<R: Redirect> Machine<R> {
             self.pte_access(x, tenant, slot, false);
             self.cpu(x, per_pte);
             if mark {
+                self.epochs_may_trap(tenant);
                 *self.space.entry_mut(tenant, slot) |= POISONED;
                 self.leaf_changed(x, &p, slot, is_vm);
                 marked += 1;
