@@ -809,8 +809,11 @@ impl Driver {
         }
         let tiers = self.load.len();
         let fits = &self.cores[core].cost.fits;
-        let mapped: f64 = p.by_class.iter().map(|a| a[0] + a[1]).sum();
-        let unmapped: f64 = p.unmapped.iter().map(|a| a[0] + a[1]).sum();
+        debug_assert_eq!(p.by_class.len(), CLASSES * tiers);
+        // (Only the classes that ever had a rate: the others' zeros add nothing, and
+        // the sums come out the same, in the same order.)
+        let mapped: f64 = p.seen_classes().flat_map(|c| &p.by_class[c * tiers..(c + 1) * tiers]).map(|a| a[0] + a[1]).sum();
+        let unmapped: f64 = p.seen_classes().map(|c| p.unmapped[c][0] + p.unmapped[c][1]).sum();
         let total = mapped + unmapped;
         let placing = p.placing.index();
         let mut r = PerRef::default();
@@ -819,7 +822,7 @@ impl Driver {
             // The references of pages not mapped yet are their first bursts, in the
             // tier first touch places pages in now.
             let scale = 1.0 / total;
-            for class in 0..CLASSES {
+            for class in p.seen_classes() {
                 for t in 0..tiers {
                     let mut rates = p.by_class[class * tiers + t];
                     if t == placing {
@@ -863,13 +866,13 @@ impl Driver {
         }
         // Write-backs of each level per reference, from its accesses (those served
         // there and below).
-        let accesses: Vec<f64> = (0..MAX_LEVELS).map(|l| r.levels[l..].iter().sum()).collect();
+        let accesses: [f64; MAX_LEVELS] = std::array::from_fn(|l| r.levels[l..].iter().sum());
         for (l, a) in accesses.iter().enumerate() {
             r.level_writebacks[l] = a * cost.level_writebacks[l];
         }
         r.instructions = p.instrs_per_ref;
         // Each class's share of loads reaching memory, for PEBS-like samples.
-        p.set_load_misses((0..CLASSES).map(|c| fits[2 * c].memory as f32).collect());
+        p.set_load_misses(|c| fits[2 * c].memory as f32);
         self.cores[core].per_ref = Some(r);
         r
     }

@@ -199,6 +199,9 @@ pub struct Pages {
     /// reference of the tenant, of mapped pages; and by class, of the pages not
     /// mapped yet (whose first bursts land where first touch places pages now).
     pub by_class: Vec<[f64; 2]>,
+    /// The classes any of whose aggregates (of a tier, or not mapped) were ever given
+    /// a rate, as a bit set: the others' are all zero, and the cost model skips them.
+    seen: [u64; CLASSES.div_ceil(64)],
     pub unmapped: Vec<[f64; 2]>,
     /// Where the tenant's last first touch placed its page.
     pub placing: TierId,
@@ -329,6 +332,7 @@ impl Pages {
             region_version: vec![u32::MAX; n],
             version: 0,
             by_class: vec![[0.0; 2]; CLASSES * tiers],
+            seen: [0; CLASSES.div_ceil(64)],
             unmapped: vec![[0.0; 2]; CLASSES],
             placing: TierId::FAST,
             tlb_time: [0.0; 2],
@@ -347,10 +351,12 @@ impl Pages {
         }
     }
 
-    /// Sets each class's share of loads that miss every cache; the samplers follow.
-    pub fn set_load_misses(&mut self, shares: Vec<f32>) {
-        if shares != self.load_misses {
-            self.load_misses = shares;
+    /// Sets each class's share of loads that miss every cache (`share(class)`); the
+    /// samplers follow when one changed.
+    pub fn set_load_misses(&mut self, share: impl Fn(usize) -> f32) {
+        let same = self.load_misses.len() == CLASSES && (0..CLASSES).all(|c| self.load_misses[c] == share(c));
+        if !same {
+            self.load_misses = (0..CLASSES).map(share).collect();
             self.samplers = None;
         }
     }
@@ -592,7 +598,23 @@ impl Pages {
         let a = if self.is_mapped(i) { &mut self.by_class[class * self.tiers + self.tier[i] as usize] } else { &mut self.unmapped[class] };
         a[0] += r;
         a[1] += w;
+        self.seen[class / 64] |= 1 << (class % 64);
         self.changed = true;
+    }
+
+    /// The classes that ever had a rate, in increasing order (every other class's
+    /// aggregates are zero).
+    pub fn seen_classes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.seen.iter().enumerate().flat_map(|(k, &word)| {
+            let mut w = word;
+            std::iter::from_fn(move || {
+                (w != 0).then(|| {
+                    let b = w.trailing_zeros() as usize;
+                    w &= w - 1;
+                    64 * k + b
+                })
+            })
+        })
     }
 
     /// The hazard of page `i`'s Accessed bit at hazard clock `h`, and of its Dirty bit.
