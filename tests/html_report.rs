@@ -297,8 +297,16 @@ fn bad_inputs_get_one_line_naming_the_file_and_exit_code_2() {
     std::fs::write(&db, "").unwrap();
     let missing = dir.file("missing.json");
     let out = dir.file("bad.html");
+    // A trace given by mistake: its format, native (binary) or text, not a UTF-8 error.
+    let (native, lackey) = (dir.file("t.tsim"), dir.file("t.lk"));
+    std::fs::write(&lackey, "I  00400000,3\n L 00601000,8\n").unwrap();
+    assert!(tiersim(&["convert", &lackey, &native]).status.success());
+    let expects = "not a report; `tiersim report` reads a run's JSON report (`run --json`), the array `compare --json` writes, or a sweep store (.db)";
+    let (is_native, is_lackey) = (format!("is a tiersim native trace, {expects}"), format!("is a lackey text trace, {expects}"));
     let cases = [
         (&missing, "cannot read: No such file or directory"),
+        (&native, is_native.as_str()),
+        (&lackey, is_lackey.as_str()),
         (&text, "not JSON: expected ident at line 1 column 2"),
         (&not_report, "not a tiersim run report (no `epochs` array)"),
         (&empty, "an empty array, no report in it"),

@@ -224,6 +224,17 @@ fn bad_traces_fail_with_file_line_and_exit_code_2() {
     let out = tiersim(&["run", "--trace", &far, "--set", "machine.page_table.levels=5"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     bad(&["run", "--trace", "-"], "standard input cannot be read twice");
+    // A trace with no references converts to nothing: an error, and no output file.
+    let empty = dir.file("empty.lk");
+    std::fs::write(&empty, "==1== Lackey\n").unwrap();
+    let empty_native = dir.file("empty.tsim");
+    bad(&["convert", &empty, &empty_native], &format!("{empty}: the trace is empty: it holds no memory references; nothing converted"));
+    assert!(!std::path::Path::new(&empty_native).exists());
+    // A pinatrace trace cut before its `#eof`.
+    let cut_pin = dir.file("cut.pin");
+    std::fs::write(&cut_pin, "0x401000: R 0x7ffd10\n0x401004: W 0x7ffd18\n").unwrap();
+    bad(&["run", "--trace", &cut_pin], &format!("{cut_pin}: truncated: the pinatrace trace ends after line 2 without its `#eof` line"));
+    bad(&["convert", &cut_pin, &dir.file("cut-pin.tsim")], "without its `#eof` line");
     bad(&["inspect", "/nonexistent.trace"], "/nonexistent.trace: cannot open");
     // Standard input, compressed, for inspect.
     let mut child = Command::new(env!("CARGO_BIN_EXE_tiersim"))

@@ -5,6 +5,7 @@
 use super::output::{io_reason, OutputFile};
 use crate::report::html::{self, SweepSection};
 use crate::study::store::{Store, StoredRun};
+use crate::trace::{decompress, detect};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
@@ -34,8 +35,14 @@ pub fn report(args: &ReportArgs) -> Result<()> {
     if args.sweep.is_some() {
         bail!("--sweep: only for a sweep store (a .db file)");
     }
-    let text = std::fs::read_to_string(&args.input).map_err(|e| anyhow!("{shown}: cannot read: {}", io_reason(&e)))?;
-    let value: Value = serde_json::from_str(&text).map_err(|e| anyhow!("{shown}: not JSON: {e}"))?;
+    let bytes = std::fs::read(&args.input).map_err(|e| anyhow!("{shown}: cannot read: {}", io_reason(&e)))?;
+    let value: Value = match std::str::from_utf8(&bytes) {
+        Ok(text) => serde_json::from_str(text).map_err(|e| match what_else(&shown, &bytes) {
+            Some(what) => not_a_report(&shown, &what),
+            None => anyhow!("{shown}: not JSON: {e}"),
+        })?,
+        Err(_) => return Err(not_a_report(&shown, &what_else(&shown, &bytes).unwrap_or_else(|| "binary data".into()))),
+    };
     let page = match &value {
         Value::Array(reports) if reports.is_empty() => bail!("{shown}: an empty array, no report in it"),
         Value::Array(reports) => {
@@ -50,6 +57,29 @@ pub fn report(args: &ReportArgs) -> Result<()> {
     }
     .with_context(|| shown.clone())?;
     out.write_all_and_commit(page.as_bytes())
+}
+
+/// What the input of `report` is when it is not JSON: a sweep store under another
+/// name or a trace (by its content, compressed or not), or `None` when it is
+/// neither, so that a damaged report keeps its JSON error with line and column.
+fn what_else(shown: &str, bytes: &[u8]) -> Option<String> {
+    if bytes.starts_with(b"SQLite format 3\0") {
+        return Some("an SQLite database (a sweep store is read by its .db name)".into());
+    }
+    let input = decompress::wrap(Box::new(std::io::Cursor::new(bytes.to_vec())), shown.to_string()).ok()?;
+    let what = match (detect::detect(&input.head), input.compression) {
+        (Some(_), None) => detect::describe(&input.head),
+        (Some(_), Some(c)) => format!("{} ({c}-compressed)", detect::describe(&input.head)),
+        (None, Some(c)) => format!("{c}-compressed data"),
+        (None, None) if detect::is_binary(&input.head) => "binary data".into(),
+        (None, None) => return None,
+    };
+    Some(what)
+}
+
+/// The error for an input that is `what` instead of a report.
+fn not_a_report(shown: &str, what: &str) -> anyhow::Error {
+    anyhow!("{shown}: is {what}, not a report; `tiersim report` reads a run's JSON report (`run --json`), the array `compare --json` writes, or a sweep store (.db)")
 }
 
 /// The page of a sweep store: sweep `only`, or every sweep in it.

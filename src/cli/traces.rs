@@ -290,6 +290,12 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
     };
     let started = Instant::now();
     let (records, bytes) = write_native(&mut opened, out, args.tenant)?;
+    let skipped = opened.source.malformed_skipped();
+    if records == 0 {
+        // The output is dropped uncommitted: nothing is left under its name.
+        let why = if skipped > 0 { format!(" ({skipped} malformed lines skipped)") } else { String::new() };
+        bail!("{}: the trace is empty: it holds no memory references{why}; nothing converted", args.input);
+    }
     if let Some(f) = file {
         f.commit()?;
     }
@@ -302,7 +308,6 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
         bytes as f64 / records.max(1) as f64,
         records as f64 / secs / 1e6
     );
-    let skipped = opened.source.malformed_skipped();
     if skipped > 0 {
         msg += &format!("; skipped {skipped} malformed lines");
     }

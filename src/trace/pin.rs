@@ -9,10 +9,14 @@
 //! The trace records neither access sizes nor the instructions between memory
 //! instructions: every access is taken as 8 bytes (cut at the end of its 64-byte
 //! line) and `instrs` is 0.
+//!
+//! A trace that ends without `#eof` was cut short (the traced program was killed,
+//! or the copy is incomplete) and is refused: replaying part of a run as if it were
+//! the whole run would be a silent wrong result.
 
 use super::text::{self, Lines};
 use super::{clip_to_line, Access, Source, VA_LIMIT, WRITE};
-use anyhow::Result;
+use anyhow::{bail, Result};
 use std::io::Read;
 
 /// Bytes assumed per access (pinatrace does not record the size).
@@ -77,8 +81,11 @@ impl Source for PinReader {
             let line = match self.lines.reader.next_line() {
                 Ok(Some(l)) => l,
                 Ok(None) => {
-                    self.done = true;
-                    break;
+                    bail!(
+                        "{}: truncated: the pinatrace trace ends after line {} without its `#eof` line (pinatrace writes it when the program ends)",
+                        self.lines.name,
+                        self.lines.line_no
+                    );
                 }
                 Err(e) => return Err(self.lines.read_error(e)),
             };
@@ -119,6 +126,14 @@ mod tests {
         r.fill(&mut out, 100).unwrap();
         let got: Vec<(u64, u8, bool)> = out.iter().map(|a| (a.vaddr, a.size, a.is_write())).collect();
         assert_eq!(got, [(0x7ffd10, 8, false), (0x7ffd3c, 4, true), (0x1000, 8, false)]);
+    }
+
+    #[test]
+    fn a_trace_without_eof_is_refused_as_truncated() {
+        let t = b"0x7f3c10: R 0x7ffd10\n0x7f3c14: W 0x7ffd3c\n".to_vec();
+        let mut r = PinReader::new(Box::new(std::io::Cursor::new(t)), "p.out".into(), false);
+        let err = r.fill(&mut Vec::new(), 100).unwrap_err().to_string();
+        assert!(err.starts_with("p.out: truncated: the pinatrace trace ends after line 2 without its `#eof` line"), "{err}");
     }
 
     #[test]
