@@ -167,7 +167,7 @@ impl Drop for OutputFile {
 }
 
 /// An I/O error's reason without Rust's "(os error N)" suffix.
-pub(super) fn io_reason(e: &io::Error) -> String {
+pub(crate) fn io_reason(e: &io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error") {
         Some(i) => text[..i].to_string(),
