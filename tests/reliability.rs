@@ -203,6 +203,13 @@ fn unwritable_outputs_fail_before_the_run() {
     bad(&[&long[..], &["--json", s(&dir.join("no/such/r.json"))]].concat(), "does not exist");
     bad(&["compare", "--policies", "all-fast,all-slow", "--refs", "500000000", "--csv", "/proc/x.csv"], "--csv /proc/x.csv");
     bad(&["inspect", &data("true.tsim"), "--json", s(&dir)], "is a directory");
+    // An existing read-only file in a writable folder is not replaced (even by root).
+    let read_only = dir.join("ro.json");
+    std::fs::write(&read_only, "old").unwrap();
+    std::fs::set_permissions(&read_only, std::os::unix::fs::PermissionsExt::from_mode(0o444)).unwrap();
+    let says = format!("--json {}: the file is read-only; tiersim does not replace a file it may not write", s(&read_only));
+    bad(&[&long[..], &["--json", s(&read_only)]].concat(), &says);
+    assert_eq!(std::fs::read_to_string(&read_only).unwrap(), "old");
     assert!(started.elapsed() < Duration::from_secs(20), "the runs were not started: {:?}", started.elapsed());
 }
 
@@ -291,6 +298,22 @@ fn ctrl_c_writes_the_partial_report_and_a_second_aborts() {
     assert_eq!(exit_code(&mut child), Some(130));
     drop(rest);
     assert_eq!(listing(&dir), ["r.csv", "r.json"], "no output and no temporary file from the aborted run");
+
+    // SIGTERM ends the run at once, also leaving no temporary file.
+    let json3 = dir.join("r3.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tiersim"))
+        .args(["run", "--workload", "zipf", "--footprint", "64MiB", "--refs", "2000000000", "--progress", "--json", s(&json3)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rest = wait_for_line(&mut child, "tiersim: simulation");
+    assert_eq!(listing(&dir).len(), 3, "the temporary file is there while the run goes on: {:?}", listing(&dir));
+    // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    assert_eq!(exit_code(&mut child), Some(128 + libc::SIGTERM));
+    drop(rest);
+    assert_eq!(listing(&dir), ["r.csv", "r.json"], "no output and no temporary file after SIGTERM");
 }
 
 /// Item 5: phases on standard error with `--progress`; setup and whole-command wall

@@ -177,6 +177,47 @@ fn bad_input_stops_the_sweep_before_any_run() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("junk.db: not a SQLite database"), "{}", text(&out));
     let out = tiersim(&["sweep", "--axis", "policy=tpp"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--db: needed"), "{}", text(&out));
+    // Each fails in one line naming the place, and makes no store.
+    let missing = dir.file("missing.lk");
+    let cases = [
+        ("[run]\nworkload = \"kv\"\n[axes\nseed = [1]\n".to_string(), "bad.toml:3:6: invalid table header".to_string()),
+        ("[run]\nworkload = \"kv\"\n[axes]\npolicy = [\"tpp\", \"tpp\"]\n".into(), "bad.toml: axes.policy: values 1 and 2 are both `tpp`; give each value once".into()),
+        ("[run]\nworkload = \"kv\"\n[axes]\nseed = [1, \"1\"]\n".into(), "bad.toml: axes.seed: values 1 and 2 are both `1`".into()),
+        ("[run]\nworkload = \"kv\"\nrefs = -1\n[axes]\nseed = [1]\n".into(), "bad.toml: run: `refs` must not be negative, got -1".into()),
+        (format!("[run]\ntrace = \"{missing}\"\n[axes]\npolicy = [\"tpp\"]\n"), format!("run policy=tpp: trace {missing}: cannot open: No such file or directory")),
+    ];
+    let store = dir.file("bad.db");
+    for (toml, says) in cases {
+        std::fs::write(&spec, &toml).unwrap();
+        let out = tiersim(&["sweep", &spec]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{toml}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(err.contains(&says), "{toml}: `{says}` not in {err}");
+        assert!(!std::path::Path::new(&store).exists(), "no store is made for {toml}");
+    }
+}
+
+#[test]
+fn a_sweep_of_the_same_name_from_another_spec_is_refused() {
+    let dir = Scratch::new("sweep");
+    let db = dir.file("s.db");
+    let run = |refs: &str, seeds: &str| {
+        tiersim(&["sweep", "--db", &db, "--name", "s", "--workload", "kv", "--footprint", "8MiB", "--refs", refs, "--axis", &format!("seed={seeds}")])
+    };
+    assert!(run("30000", "1").status.success());
+    let out = run("20000", "1");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("tiersim: sweep s: {db} already holds this sweep from a different spec (refs 30000 → 20000), and this grid leaves out 1 of its stored runs; give the sweep a new name (`name =` or --name) or use another store (--db)\n")
+    );
+    assert_eq!(rows(&db).len(), 1, "nothing was added");
+    // More seeds extend the sweep; fewer would leave one out.
+    let out = run("30000", "1,2");
+    assert!(text(&out).contains("2 runs in") && text(&out).contains("1 already there, 1 run now"), "{}", text(&out));
+    let out = run("30000", "2");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("(axis seed [1, 2] → [2])"), "{}", text(&out));
 }
 
 #[test]

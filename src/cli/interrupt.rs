@@ -7,6 +7,10 @@
 //! `unlink`, `_exit`): it sets [`STOP`], which the engine reads at every epoch
 //! boundary, or removes the temporary files of unfinished outputs (registered by
 //! [`super::output`]) and exits with code 130.
+//!
+//! SIGTERM (and SIGHUP, a closed terminal) end the process at once the same way,
+//! with code 128 + the signal's number: no run is asked to stop, but no temporary
+//! output file is left behind.
 
 use std::ffi::{c_char, CString};
 use std::path::Path;
@@ -36,6 +40,16 @@ extern "C" fn on_sigint(_: libc::c_int) {
         unsafe { libc::write(2, STOPPING.as_ptr().cast(), STOPPING.len()) };
         return;
     }
+    remove_temps_and_exit(130);
+}
+
+extern "C" fn on_termination(signal: libc::c_int) {
+    remove_temps_and_exit(128 + signal);
+}
+
+/// Removes the registered temporary files and ends the process with `code`; only
+/// async-signal-safe calls, for the handlers.
+fn remove_temps_and_exit(code: libc::c_int) -> ! {
     for t in &TEMPS {
         let p = t.load(Ordering::SeqCst);
         if !p.is_null() {
@@ -45,22 +59,26 @@ extern "C" fn on_sigint(_: libc::c_int) {
         }
     }
     // SAFETY: _exit(2) is async-signal-safe and ends the process without unwinding.
-    unsafe { libc::_exit(130) };
+    unsafe { libc::_exit(code) }
 }
 
 /// Installs the SIGINT handler: with `graceful`, the first SIGINT sets [`STOP`] and
 /// the second aborts; otherwise the first aborts. Aborting removes registered
-/// temporary files and exits with code 130.
+/// temporary files and exits with code 130. SIGTERM and SIGHUP abort at once.
 pub fn install(graceful: bool) {
     GRACEFUL.store(graceful, Ordering::SeqCst);
-    // SAFETY: a zeroed sigaction with a handler address and an empty mask is valid;
-    // the handler only does async-signal-safe work.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        action.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(libc::SIGINT, &action, null_mut());
+    let handlers: [(libc::c_int, extern "C" fn(libc::c_int)); 3] =
+        [(libc::SIGINT, on_sigint), (libc::SIGTERM, on_termination), (libc::SIGHUP, on_termination)];
+    for (signal, handler) in handlers {
+        // SAFETY: a zeroed sigaction with a handler address and an empty mask is
+        // valid; the handlers only do async-signal-safe work.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = handler as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, null_mut());
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 //! stop cleanly on Ctrl-C ([`interrupt`]).
 
 pub mod interrupt;
-mod output;
+pub(crate) mod output;
 mod dask;
 mod record;
 mod report;

@@ -44,6 +44,17 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
     fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// Whether this process may write the existing file `path` (access(2) with the real
+/// user's rights; root may write any file, so a file without any write bit is
+/// refused separately).
+fn writable(path: &Path) -> bool {
+    match std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) {
+        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+        Ok(c) => unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 },
+        Err(_) => false,
+    }
+}
+
 /// The directory and name of `target`, with the directory made canonical, so that
 /// two spellings of one future file compare equal.
 fn location(target: &Path) -> Option<(PathBuf, OsString)> {
@@ -98,6 +109,9 @@ impl OutputFile {
             if here.is_some() && location(&o.target) == here {
                 bail!("{shown}: is the same file as {}", o.shown);
             }
+        }
+        if meta.as_ref().is_some_and(|m| m.is_file() && (m.permissions().readonly() || !writable(&target))) {
+            bail!("{shown}: the file is read-only; tiersim does not replace a file it may not write (make it writable or give another name)");
         }
         if meta.is_some_and(|m| !m.is_file()) {
             let file = fs::OpenOptions::new().write(true).open(&target).with_context(|| format!("{shown}: cannot open for writing"))?;
@@ -167,7 +181,7 @@ impl Drop for OutputFile {
 }
 
 /// An I/O error's reason without Rust's "(os error N)" suffix.
-pub(super) fn io_reason(e: &io::Error) -> String {
+pub(crate) fn io_reason(e: &io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error") {
         Some(i) => text[..i].to_string(),

@@ -167,6 +167,7 @@ fn option_value(key: &str, value: &Value, at: &str) -> Result<(String, String)> 
     let text = match value {
         Value::String(s) => s.clone(),
         Value::Integer(i) if *i >= 0 => i.to_string(),
+        Value::Integer(i) => bail!("{at}: `{key}` must not be negative, got {i}"),
         Value::Boolean(b) if key == "verify" => b.to_string(),
         Value::Array(items) if LISTS.contains(&key) => items
             .iter()
@@ -196,6 +197,33 @@ pub fn option_value_from_text(key: &str, text: &str, at: &str) -> Result<(String
     option_value(key, &value, at)
 }
 
+/// Checks that no two of an axis's `values` give a run the same option value (`tpp`
+/// twice, or `1` and `"1"`): the grid would hold the run once, not as many times as
+/// the spec lists it.
+fn check_distinct(values: &[(String, String)], at: &str) -> Result<()> {
+    for (i, (shown, value)) in values.iter().enumerate() {
+        if let Some(j) = values[..i].iter().position(|v| v.1 == *value) {
+            bail!("{at}: values {} and {} are both `{shown}`; give each value once", j + 1, i + 1);
+        }
+    }
+    Ok(())
+}
+
+/// The error for spec `text` (named `origin`) that is not TOML: `origin:LINE:COLUMN:
+/// message`, on one line.
+fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> anyhow::Error {
+    let message = e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ");
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            anyhow!("{origin}:{line}:{column}: {message}")
+        }
+        None => anyhow!("{origin}: {message}"),
+    }
+}
+
 /// Checks that `name` can be an axis (a column of the store).
 fn check_axis_name(name: &str, at: &str) -> Result<()> {
     if RESERVED.contains(&name) {
@@ -222,7 +250,7 @@ impl Spec {
     /// Parses spec `text`; `origin` names it in errors, `default_name` is the sweep's
     /// name when the text gives none.
     pub fn parse(text: &str, origin: &str, default_name: &str) -> Result<Spec> {
-        let root: toml::Table = toml::from_str(text).map_err(|e| anyhow!("{origin}: {}", e.message()))?;
+        let root: toml::Table = toml::from_str(text).map_err(|e| toml_error(origin, text, &e))?;
         let mut spec = Spec { name: default_name.to_string(), ..Default::default() };
         for (k, v) in &root {
             let at = format!("{origin}: {k}");
@@ -258,6 +286,7 @@ impl Spec {
                             bail!("{at}: an axis needs at least one value");
                         }
                         let vals = items.iter().map(|v| option_value(key, v, &at)).collect::<Result<Vec<_>>>()?;
+                        check_distinct(&vals, &at)?;
                         spec.axes.push((key.clone(), vals));
                     }
                 }
@@ -290,6 +319,7 @@ impl Spec {
         if vals.is_empty() {
             bail!("{at}: an axis needs at least one value");
         }
+        check_distinct(&vals, &at)?;
         self.axes.push((key.to_string(), vals));
         self.check()
     }
@@ -360,16 +390,51 @@ impl Spec {
         out
     }
 
+    /// How `other` differs from this spec in its shared options and its axes, one
+    /// item per option or axis (`refs 300000 → 200000`, `axis seed [1, 2] → [1]`).
+    pub fn differences(&self, other: &Spec) -> Vec<String> {
+        let none = "(none)".to_string();
+        let mut out = Vec::new();
+        let keys: std::collections::BTreeSet<&String> = self.base.keys().chain(other.base.keys()).collect();
+        for k in keys {
+            let (a, b) = (self.base.get(k), other.base.get(k));
+            if a != b {
+                out.push(format!("{k} {} → {}", a.unwrap_or(&none), b.unwrap_or(&none)));
+            }
+        }
+        let shown = |s: &Spec, k: &str| match s.axes.iter().find(|a| a.0 == k) {
+            Some((_, v)) => format!("[{}]", v.iter().map(|x| x.0.as_str()).collect::<Vec<_>>().join(", ")),
+            None => none.clone(),
+        };
+        let names = self.axes.iter().chain(&other.axes).map(|a| a.0.as_str());
+        let mut seen = std::collections::HashSet::new();
+        for k in names.filter(|k| seen.insert(*k)) {
+            let (a, b) = (shown(self, k), shown(other, k));
+            if a != b {
+                out.push(format!("axis {k} {a} → {b}"));
+            }
+        }
+        out
+    }
+
     /// The axis names, in order.
     pub fn axis_names(&self) -> Vec<String> {
         self.axes.iter().map(|a| a.0.clone()).collect()
     }
 
-    /// Loads every point's configuration, so that an unknown key, policy or preset
-    /// stops the sweep before any run starts; the error names the run and the key.
+    /// Loads every point's configuration and opens its traces, so that an unknown
+    /// key, policy or preset, or a missing trace, stops the sweep before any run
+    /// starts (and before its store is made); the error names the run and the key or
+    /// file.
     pub fn check_runs(&self, points: &[Point]) -> Result<()> {
         for p in points {
-            p.config()?;
+            let cfg = p.config()?;
+            for slot in cfg.slots().with_context(|| format!("run {}", p.label()))? {
+                let Some(t) = slot.trace.filter(|t| t.path != "-") else { continue };
+                if let Err(e) = std::fs::File::open(&t.path) {
+                    bail!("run {}: trace {}: cannot open: {}", p.label(), t.path, crate::cli::output::io_reason(&e));
+                }
+            }
         }
         Ok(())
     }
@@ -509,6 +574,13 @@ mod tests {
         assert!(err("runs = 3").contains("s.toml: runs: unknown key"));
         assert!(err("[run]\nrefs = 1.5").contains("a string or a whole number"));
         assert!(err("[run\n").starts_with("s.toml:"));
+        assert_eq!(err("[run]\nworkload = \"kv\"\n[axes\nseed = [1]\n"), "s.toml:3:6: invalid table header; expected `.`, `]`");
+        assert_eq!(err("[run]\nrefs = -1"), "s.toml: run: `refs` must not be negative, got -1");
+        assert_eq!(err("[axes]\npolicy = [\"tpp\", \"lru\", \"tpp\"]"), "s.toml: axes.policy: values 1 and 3 are both `tpp`; give each value once");
+        assert_eq!(err("[axes]\nseed = [1, \"1\"]"), "s.toml: axes.seed: values 1 and 2 are both `1`; give each value once");
+        let mut flags = Spec::default();
+        let e = flags.add_axis_text("seed=1,2,1").unwrap_err().to_string();
+        assert_eq!(e, "--axis seed=1,2,1: values 1 and 3 are both `1`; give each value once");
         let s = Spec::parse("[axes]\npolicy = [\"nope\"]", "s.toml", "x").unwrap();
         let e = format!("{:#}", s.check_runs(&s.points()).unwrap_err());
         assert!(e.contains("run policy=nope") && e.contains("unknown policy `nope`"), "{e}");

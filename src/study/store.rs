@@ -149,6 +149,18 @@ impl Store {
         Ok(keys)
     }
 
+    /// The keys of every run of sweep `sweep` the store holds, finished or failed.
+    pub fn keys(&self, sweep: &str) -> Result<HashSet<String>> {
+        let mut s = self.conn.prepare("SELECT key FROM runs WHERE sweep = ?1").map_err(|e| self.err(e))?;
+        let keys = s.query_map([sweep], |r| r.get(0)).and_then(|m| m.collect()).map_err(|e| self.err(e))?;
+        Ok(keys)
+    }
+
+    /// The store's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Writes point `p` of sweep `sweep`, in one transaction: `Ok(report)` as a finished
     /// run with its summary columns, `Err(message)` as a failed one.
     pub fn record(&mut self, sweep: &str, p: &Point, outcome: std::result::Result<&serde_json::Value, &str>, wall_seconds: f64) -> Result<()> {

@@ -5,7 +5,8 @@ use super::spec::{Point, Spec};
 use super::store::Store;
 use crate::engine::{self, RunOptions};
 use crate::progress::Progress;
-use anyhow::Result;
+use anyhow::{bail, Result};
+use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -61,6 +62,29 @@ pub fn run_point(p: &Point, progress: &Progress, stop: Option<&'static AtomicBoo
     }
 }
 
+/// Refuses to run `spec` into a sweep of the same name whose stored runs are not all
+/// in its grid (`points`): the sweep would then hold runs of two specs (say two
+/// `refs`), and its report would mix them. A grid that only adds runs to the stored
+/// ones (another seed) extends the sweep.
+fn check_same_grid(spec: &Spec, store: &Store, points: &[Point]) -> Result<()> {
+    let grid: HashSet<String> = points.iter().map(Point::key).collect();
+    let stored = store.keys(&spec.name)?;
+    let outside = stored.iter().filter(|k| !grid.contains(*k)).count();
+    if outside == 0 {
+        return Ok(());
+    }
+    let before = store.sweep(Some(&spec.name)).ok().and_then(|s| Spec::parse(&s.spec, "stored", &spec.name).ok());
+    let what = match before.map(|b| b.differences(spec)).filter(|d| !d.is_empty()) {
+        Some(d) => format!(" ({})", d.join("; ")),
+        None => String::new(),
+    };
+    bail!(
+        "sweep {}: {} already holds this sweep from a different spec{what}, and this grid leaves out {outside} of its stored runs; give the sweep a new name (`name =` or --name) or use another store (--db)",
+        spec.name,
+        store.path().display()
+    )
+}
+
 fn one_line(text: &str) -> String {
     text.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" / ")
 }
@@ -72,6 +96,7 @@ fn one_line(text: &str) -> String {
 /// bad spec leaves no store behind.
 pub fn run_sweep(spec: &Spec, store: &mut Store, opts: &SweepOptions) -> Result<SweepOutcome> {
     let points = spec.points();
+    check_same_grid(spec, store, &points)?;
     store.begin_sweep(&spec.name, &spec.to_toml(), &spec.axis_names(), spec.baseline.as_deref())?;
     store.renumber(&spec.name, &points)?;
     let done = store.finished_keys(&spec.name)?;
