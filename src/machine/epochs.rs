@@ -409,7 +409,20 @@ impl Pages {
             return i;
         }
         let Some(m) = self.managed(i) else { return i };
-        self.managed_span(m & !511, 512).next().unwrap_or(i)
+        self.region_first(m & !511).unwrap_or(i)
+    }
+
+    /// The first page (in managed-space order) of the huge region of managed-space
+    /// pages from `block`: the one that stands for a huge translation of it.
+    fn region_first(&self, block: u64) -> Option<usize> {
+        self.managed_span(block, 512).next()
+    }
+
+    /// Voids page `i`'s pending faults (events drawn at an older generation are
+    /// dropped when met).
+    fn void_faults(&mut self, i: usize) {
+        self.generation[i] = self.generation[i].wrapping_add(1);
+        self.flags[i] &= !PENDING;
     }
 
     /// Translations of the managed-space pages `[first, first + n)` were dropped from
@@ -433,8 +446,7 @@ impl Pages {
             if (f & HUGE == 0 || rep == i) && !sorted.is_empty() && sorted.binary_search(&i).is_ok() {
                 redraw.push(i);
             } else if f & PENDING != 0 {
-                p.generation[i] = p.generation[i].wrapping_add(1);
-                p.flags[i] &= !PENDING;
+                p.void_faults(i);
             }
         };
         let whole = match &self.guest {
@@ -468,7 +480,7 @@ impl Pages {
                 for (k, i) in run.enumerate() {
                     let region = (vpn + k as u64) & !511;
                     if region != block {
-                        (block, rep) = (region, self.span(region, 512).next());
+                        (block, rep) = (region, self.region_first(region));
                     }
                     page(self, i, rep.unwrap_or(i));
                 }
@@ -481,7 +493,7 @@ impl Pages {
             while gpfn < end {
                 let block = gpfn & !511;
                 let block_end = (block + 512).min(end);
-                let rep = self.guest_first(block);
+                let rep = self.region_first(block);
                 for gp in gpfn..block_end {
                     let i = self.guest.as_ref().map_or(NONE, |g| g.page[gp as usize]);
                     if i != NONE {
@@ -500,14 +512,6 @@ impl Pages {
             self.flags[i] |= MARKED;
             self.marked.push(i as u32);
         }
-    }
-
-    /// A VM's first page (by the reverse map) of the guest-physical huge region from
-    /// `block`.
-    fn guest_first(&self, block: u64) -> Option<usize> {
-        let g = self.guest.as_ref()?;
-        let end = (block + 512).min(g.page.len() as u64);
-        g.page.get(block as usize..end as usize)?.iter().find(|&&i| i != NONE).map(|&i| i as usize)
     }
 
     /// Notes that the guest mapped page `i` at guest-physical page `gpfn`, with a huge
@@ -1085,8 +1089,7 @@ impl EpochsState {
 
     /// Voids the pending faults of page `i` of `tenant`.
     fn cancel(&mut self, tenant: u16, i: usize) {
-        let p = &mut self.tenants[tenant as usize];
-        p.generation[i] = p.generation[i].wrapping_add(1);
+        self.tenants[tenant as usize].void_faults(i);
     }
 }
 
