@@ -396,7 +396,10 @@ fn capacity_roundings_are_stated() {
     assert!(fast["capacity_note"].as_str().unwrap().contains("rounded up to 2.00 MiB"));
     assert!(v["notes"].as_array().unwrap().len() >= 2, "fast and slow tier");
     let text = ok(&["run", "--policy", "all-fast", "--footprint", "64MiB", "--refs", "1000", "--set", "machine.tiers.fast.capacity=\"16MiB\""]);
-    assert!(text.contains("grown to 130.00 MiB to hold the whole footprint (policy all-fast)"), "{text}");
+    assert!(
+        text.contains("grown to 130.00 MiB to hold the whole footprint (policy all-fast): the 64.00 MiB footprint and 66.00 MiB of room for its page tables (1/128 of the footprint plus 64 MiB, rounded up to whole 2MiB huge pages)"),
+        "{text}"
+    );
 }
 
 /// Item 9: a paper's preset runs its paper's policy and the summary says which.

@@ -426,7 +426,15 @@ fn capacity_notes<R: Redirect>(cfg: &Config, m: &Machine<R>, tiers: &[TierReport
             crate::units::Capacity::Bytes(_) => format!("\"{}\"", Size(asked)),
         };
         let note = if got.capacity_bytes > rounded && id == TierId::FAST {
-            Some(format!("{field}.capacity: {what}; grown to {} to hold the whole footprint (policy all-fast)", mib_text(got.capacity_bytes)))
+            // The machine sizes it as the footprint, 1/128 of it and 64 MiB for the
+            // page tables, rounded up to huge pages (`machine::capacities`).
+            Some(format!(
+                "{field}.capacity: {what}; grown to {} to hold the whole footprint (policy all-fast): the {} footprint and {} of room for its page tables (1/128 of the footprint plus 64 MiB, rounded up to whole {} huge pages)",
+                mib_text(got.capacity_bytes),
+                mib_text(footprint),
+                mib_text(got.capacity_bytes.saturating_sub(footprint)),
+                Size(huge)
+            ))
         } else if got.capacity_bytes > rounded && m.info().fast_hidden {
             Some(format!("{field}.capacity: {what}; grown to {} to hold every page and its page tables (the fast tier is Memory Mode's cache)", mib_text(got.capacity_bytes)))
         } else if got.capacity_bytes > rounded {
