@@ -470,3 +470,26 @@ fn messages_name_the_option_and_say_what_is_wrong() {
     let help = ok(&["run", "--help"]);
     assert!(help.contains("Sizes are binary everywhere: 1KB = 1KiB = 1024 bytes, 1GB = 1GiB"), "{help}");
 }
+
+/// Issue 39 §4: a text trace's address beyond the page tables is reported by file and
+/// line (it was by record number), also with --skip-malformed; 5-level page tables
+/// take it.
+#[test]
+fn an_address_beyond_the_page_tables_names_the_line() {
+    let dir = fresh_dir("reach");
+    let lk = dir.join("big.lk");
+    std::fs::write(&lk, "I  04000000,3\n L 1ffefff8a0,8\nI  04000003,3\n S 1000000000000,8\n").unwrap();
+    let says = format!(
+        "tiersim: {}:4: address 0x1000000000000 is beyond the 48-bit virtual address space of 4-level page tables; rerun with --set machine.page_table.levels=5 ( S 1000000000000,8)",
+        s(&lk)
+    );
+    assert_eq!(bad(&["run", "--trace", s(&lk)], &says).trim_end(), says);
+    bad(&["run", "--trace", s(&lk), "--skip-malformed"], &says);
+    let pin = dir.join("big.out");
+    std::fs::write(&pin, "0x40: R 0x1000\n0x44: W 0x2000000000000\n#eof\n").unwrap();
+    bad(&["run", "--trace", s(&pin)], &format!("{}:2: address 0x2000000000000 is beyond the 48-bit", s(&pin)));
+    let ram = dir.join("big.ram");
+    std::fs::write(&ram, "LD 0x1000\nST 0x1000\nLD 0xfff000000000\nST 0x1000000000040\n").unwrap();
+    bad(&["run", "--trace", s(&ram), "--format", "ramulator2"], &format!("{}:4: address 0x1000000000040 is beyond", s(&ram)));
+    ok(&["run", "--trace", s(&lk), "--set", "machine.page_table.levels=5"]);
+}

@@ -197,8 +197,9 @@ struct SlotTrace {
     opts: crate::trace::OpenOptions,
 }
 
-/// Measures every trace slot (footprint, records, tenants).
-fn measure_traces(slots: &[WorkloadSlot], progress: &Progress) -> Result<Vec<Option<SlotTrace>>> {
+/// Measures every trace slot (footprint, records, tenants); a text trace's address
+/// beyond page tables of `levels` levels is refused there, naming its line.
+fn measure_traces(slots: &[WorkloadSlot], levels: u32, progress: &Progress) -> Result<Vec<Option<SlotTrace>>> {
     slots
         .iter()
         .map(|s| {
@@ -208,7 +209,7 @@ fn measure_traces(slots: &[WorkloadSlot], progress: &Progress) -> Result<Vec<Opt
                     "--trace -: a run reads its traces twice (first to measure the footprint), and standard input cannot be read twice; save it to a file (inspect and convert read standard input)"
                 );
             }
-            let opts = crate::trace::OpenOptions { format: t.format, skip_malformed: t.skip_malformed, thread: t.thread };
+            let opts = crate::trace::OpenOptions { format: t.format, skip_malformed: t.skip_malformed, thread: t.thread, page_table_levels: Some(levels) };
             let facts = crate::trace::footprint::measure(&t.path, &opts, t.refs, progress)?;
             Ok(Some(SlotTrace { facts, opts }))
         })
@@ -267,7 +268,7 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     let setup_started = Instant::now();
     opts.progress.setup();
     let slots = cfg.slots()?;
-    let traces = measure_traces(&slots, &opts.progress)?;
+    let traces = measure_traces(&slots, cfg.machine.page_table.levels, &opts.progress)?;
     let footprint: u64 = slots
         .iter()
         .zip(&traces)
