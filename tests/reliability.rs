@@ -471,6 +471,48 @@ fn messages_name_the_option_and_say_what_is_wrong() {
     assert!(help.contains("Sizes are binary everywhere: 1KB = 1KiB = 1024 bytes, 1GB = 1GiB"), "{help}");
 }
 
+/// Issue 39 §4: the same trace replayed by two cores of one tenant touches the same
+/// pages there, so the footprint (and a share such as "25%" of it) counts them once,
+/// and a note says so; in two tenants it is the sum, and the summary says so.
+#[test]
+fn a_trace_replayed_twice_in_one_tenant_counts_its_pages_once() {
+    let dir = fresh_dir("twice");
+    let t = data("true.tsim");
+    let (one, same, apart) = (dir.join("one.json"), dir.join("same.json"), dir.join("apart.json"));
+    let quarter = "machine.tiers.fast.capacity=\"25%\"";
+    ok(&["run", "--trace", &t, "--set", quarter, "--json", s(&one)]);
+    let text = ok(&["run", "--trace", &t, "--trace", &t, "--tenant", "0", "--tenant", "0", "--set", quarter, "--json", s(&same)]);
+    let bytes = json(&one)["footprint_bytes"].as_u64().unwrap();
+    assert_eq!(json(&same)["footprint_bytes"].as_u64().unwrap(), bytes);
+    assert!(text.contains("\"25%\" of the 308.0 KiB footprint is 77.0 KiB"), "{text}");
+    let note = format!("trace {t} is replayed by cores 0, 1 in one address space (tenant 0): its pages count once in the footprint");
+    assert!(text.contains(&format!("note              {note}\n")), "{text}");
+    assert!(json(&same)["notes"].as_array().unwrap().iter().any(|n| n == &note.as_str()));
+    let text = ok(&["run", "--trace", &t, "--trace", &t, "--set", quarter, "--json", s(&apart)]);
+    assert_eq!(json(&apart)["footprint_bytes"].as_u64().unwrap(), 2 * bytes);
+    assert!(text.contains("footprint         0.60 MiB measured from the traces, the sum of 2 tenants' address spaces\n"), "{text}");
+    assert!(!text.contains("count once"), "{text}");
+}
+
+/// Issue 39 §4: `--refs` beyond a trace's length replays it once, to its end, and
+/// says so in every mode.
+#[test]
+fn refs_beyond_a_trace_are_noted_in_every_mode() {
+    let dir = fresh_dir("short");
+    let t = data("true.tsim");
+    let json_path = dir.join("r.json");
+    let note = format!("--refs 100000: trace {t} holds only 41315 references; core 0 replayed it once, to its end, and stopped there (a trace is not repeated)");
+    for mode in ["detailed", "sampled", "epochs"] {
+        let text = ok(&["run", "--trace", &t, "--refs", "100000", "--mode", mode, "--json", s(&json_path)]);
+        assert!(text.contains(&format!("note              {note}\n")), "{mode}: {text}");
+        let v = json(&json_path);
+        assert_eq!(v["summary"]["references"], 41315, "{mode}");
+        assert!(v["notes"].as_array().unwrap().iter().any(|n| n == &note.as_str()), "{mode}");
+        let text = ok(&["run", "--trace", &t, "--refs", "41315", "--mode", mode]);
+        assert!(!text.contains("holds only"), "{mode}: {text}");
+    }
+}
+
 /// Issue 39 §4: a text trace's address beyond the page tables is reported by file and
 /// line (it was by record number), also with --skip-malformed; 5-level page tables
 /// take it.

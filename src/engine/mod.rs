@@ -216,6 +216,57 @@ fn measure_traces(slots: &[WorkloadSlot], levels: u32, progress: &Progress) -> R
         .collect()
 }
 
+/// The run's footprint: every workload's, and every trace's once per address space,
+/// since cores replaying the same records in one tenant (`--trace T --trace T
+/// --tenant 0 --tenant 0`) touch the same pages there; traces whose records name
+/// their tenants fill those address spaces, whatever the slot's. Returns it with a
+/// note for each trace counted once for several cores.
+fn run_footprint(slots: &[WorkloadSlot], traces: &[Option<SlotTrace>]) -> (u64, Vec<String>) {
+    let mut bytes = 0;
+    // Per replay (file, records, thread, the tenant it fills): its cores.
+    let mut replays: Vec<((&str, Option<u64>, Option<u16>, Option<u16>), Vec<usize>)> = Vec::new();
+    for (s, t) in slots.iter().zip(traces) {
+        let (Some(tr), Some(t)) = (&s.trace, t) else {
+            bytes += s.footprint_bytes;
+            continue;
+        };
+        let key = (tr.path.as_str(), tr.refs, tr.thread, (!t.facts.record_tenants).then_some(s.tenant));
+        match replays.iter_mut().find(|r| r.0 == key) {
+            Some(r) => r.1.push(s.core),
+            None => {
+                bytes += t.facts.footprint_bytes();
+                replays.push((key, vec![s.core]));
+            }
+        }
+    }
+    let notes = replays
+        .iter()
+        .filter(|r| r.1.len() > 1)
+        .map(|((path, _, _, tenant), cores)| {
+            let cores: Vec<String> = cores.iter().map(|c| c.to_string()).collect();
+            let space = tenant.map_or("the tenants its records name".to_string(), |t| format!("tenant {t}"));
+            format!("trace {path} is replayed by cores {} in one address space ({space}): its pages count once in the footprint", cores.join(", "))
+        })
+        .collect();
+    (bytes, notes)
+}
+
+/// A note for each trace shorter than the references asked of it (`--refs N`, or
+/// `refs` of its entry): its core replays it once, to its end, and no further.
+fn short_traces(slots: &[WorkloadSlot], traces: &[Option<SlotTrace>]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (s, t) in slots.iter().zip(traces) {
+        let (Some(tr), Some(t)) = (&s.trace, t) else { continue };
+        let Some(asked) = tr.refs.filter(|&n| n > t.facts.records) else { continue };
+        let thread = tr.thread.map_or(String::new(), |k| format!(" (thread {k})"));
+        notes.push(format!(
+            "--refs {asked}: trace {}{thread} holds only {} references; core {} replayed it once, to its end, and stopped there (a trace is not repeated)",
+            tr.path, t.facts.records, s.core
+        ));
+    }
+    notes
+}
+
 /// Opens every slot's source on its core, as a run reads it: a trace through its
 /// reader limited to the slot's references and checked batch by batch, a workload
 /// from its generator. Returns the feeds, one per core, and the references they will
@@ -269,11 +320,8 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     opts.progress.setup();
     let slots = cfg.slots()?;
     let traces = measure_traces(&slots, cfg.machine.page_table.levels, &opts.progress)?;
-    let footprint: u64 = slots
-        .iter()
-        .zip(&traces)
-        .map(|(s, t)| t.as_ref().map_or(s.footprint_bytes, |t| t.facts.footprint_bytes()))
-        .sum();
+    let (footprint, shared_traces) = run_footprint(&slots, &traces);
+    let short_traces = short_traces(&slots, &traces);
     let record_tenants = traces
         .iter()
         .flatten()
@@ -499,6 +547,8 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     report.sim.setup_seconds = (started - setup_started).as_secs_f64();
     report.sim.foresight_seconds = foresight_seconds;
     report.notes.extend(traces.iter().flatten().filter_map(|t| t.facts.note.clone()));
+    report.notes.extend(shared_traces);
+    report.notes.extend(short_traces);
     report.notes.extend(never_acted(name, &report));
     if cfg.engine.mode == Mode::Sampled {
         if !sampled {
