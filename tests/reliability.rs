@@ -494,6 +494,20 @@ fn a_trace_replayed_twice_in_one_tenant_counts_its_pages_once() {
     assert!(!text.contains("count once"), "{text}");
 }
 
+/// Issue 39 §4: a footprint larger than all tiers is refused before the workloads are
+/// built (a mix of 16 programs waited 96 s to be told), naming the footprint, the
+/// tiers' total and the capacities to raise; all-slow still names its own need.
+#[test]
+fn a_footprint_larger_than_the_tiers_is_refused_before_the_workloads_are_built() {
+    let mix = "graph-bfs,pagerank,kv,spmv-cg,graph-bfs,pagerank,kv,spmv-cg";
+    let tiers = ["--set", "machine.tiers.fast.capacity=\"64MiB\"", "--set", "machine.tiers.slow.capacity=\"512MiB\""];
+    let started = Instant::now();
+    let err = bad(&[&["run", "--mix", mix, "--footprint", "1GiB", "--refs", "1000"][..], &tiers].concat(), "is larger than all tiers together (576MiB); raise machine.tiers.fast.capacity or machine.tiers.slow.capacity (together they lack ");
+    assert!(started.elapsed() < Duration::from_secs(1), "refused after {:?}: {err}", started.elapsed());
+    assert!(err.starts_with("tiersim: machine.tiers: the footprint ("), "{err}");
+    bad(&[&["run", "--policy", "all-slow", "--mix", mix, "--footprint", "1GiB"][..], &tiers].concat(), "policy all-slow: the footprint");
+}
+
 /// Issue 39 §4: `--refs` beyond a trace's length replays it once, to its end, and
 /// says so in every mode.
 #[test]

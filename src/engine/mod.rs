@@ -15,7 +15,8 @@
 //! A core replays either a synthetic workload or a trace. Before the machine is
 //! built, every trace is measured (its native trailer, or one streaming pass) for
 //! its footprint, since tier capacities may be shares of it, and for the tenants its
-//! records name. Trace records come from outside, so each batch is checked once,
+//! records name. A footprint larger than the tiers is refused then, before any
+//! workload is built (graphs take minutes). Trace records come from outside, so each batch is checked once,
 //! by a maximum over it, against the page tables' reach and the run's tenants; the
 //! per-reference loop itself does no checking.
 //!
@@ -267,6 +268,18 @@ fn short_traces(slots: &[WorkloadSlot], traces: &[Option<SlotTrace>]) -> Vec<Str
     notes
 }
 
+/// Refuses a footprint larger than the tiers before the workloads are built, which
+/// takes minutes for a mix of graphs ([`Machine::new`] checks the same figures
+/// again). A policy that keeps every page in one tier (all-slow, Rainbow) names the
+/// capacity it needs when it sees the plan, so it is asked first, as it is before
+/// the machine is built.
+fn check_room<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, pcfg: &P::Config, build: &Build<R::Spec>) -> Result<()> {
+    let Err(too_small) = MachineInfo::check_room::<R>(&cfg.machine, build) else { return Ok(()) };
+    let info = MachineInfo::plan::<R>(&cfg.machine, build).map_err(|e| in_policy(name, e))?;
+    P::new(pcfg.clone(), &info)?;
+    Err(in_policy(name, too_small))
+}
+
 /// Opens every slot's source on its core, as a run reads it: a trace through its
 /// reader limited to the slot's references and checked batch by batch, a workload
 /// from its generator. Returns the feeds, one per core, and the references they will
@@ -332,7 +345,6 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     let kinds = tenant_kinds(&slots, record_tenants);
     let levels = cfg.machine.page_table.levels;
     let tenants = kinds.len() as u16;
-    let (mut feeds, total_refs) = open_feeds(cfg, &slots, &traces, tenants)?;
     let pcfg = cfg.policy_config::<R, P>(name)?;
     let req = P::requirements(&pcfg);
     let epochs = cfg.engine.mode == Mode::Epochs;
@@ -347,7 +359,7 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     let mut build = Build {
         tenants: kinds,
         footprint,
-        total_refs,
+        total_refs: 0,
         thp: req.page_size.thp(cfg.machine.page_table.thp),
         placement: req.placement,
         fast_holds_footprint: req.fast_tier == FastTier::HoldsFootprint,
@@ -356,6 +368,9 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         verify: opts.verify,
         paper_periods: epochs,
     };
+    check_room::<R, P>(cfg, name, &pcfg, &build)?;
+    let (mut feeds, total_refs) = open_feeds(cfg, &slots, &traces, tenants)?;
+    build.total_refs = total_refs;
     let info = MachineInfo::plan::<R>(&cfg.machine, &build).map_err(|e| in_policy(name, e))?;
     build.fast_reserve = req.fast_reserve.frames(info.tier(TierId::FAST).frames);
     let mut policy = P::new(pcfg, &info)?;
