@@ -87,12 +87,28 @@ pub struct Lines {
     pub skip: bool,
     /// Malformed lines skipped so far.
     pub skipped: u64,
+    /// The levels of the run's page tables, whose reach every address must be within
+    /// (`OpenOptions::page_table_levels`).
+    pub levels: Option<u32>,
 }
 
 impl Lines {
     /// Lines of `src`, named `name` in messages.
     pub fn new(src: Box<dyn Read>, name: String, skip: bool) -> Lines {
-        Lines { reader: LineReader::new(src), name, line_no: 0, skip, skipped: 0 }
+        Lines { reader: LineReader::new(src), name, line_no: 0, skip, skipped: 0, levels: None }
+    }
+
+    /// The error for `addr` of `line`, beyond the run's page tables: a hard error even
+    /// when skipping malformed lines, since the line is well formed.
+    pub fn out_of_reach(&self, addr: u64, line: &[u8]) -> anyhow::Error {
+        let levels = self.levels.unwrap_or(5);
+        anyhow!(
+            "{}:{}: address {addr:#x} is beyond the {}-bit virtual address space of {levels}-level page tables; rerun with --set machine.page_table.levels=5 ({})",
+            self.name,
+            self.line_no,
+            va_bits(levels),
+            shown(line)
+        )
     }
 
     /// Returns the error for a failed read of the underlying stream.
@@ -114,6 +130,20 @@ impl Lines {
             Err(anyhow!("{}:{}: {msg} ({})", self.name, self.line_no, shown(line)))
         }
     }
+}
+
+/// The bits of virtual address that page tables of `levels` levels map (4 KiB pages,
+/// 9 bits per level).
+fn va_bits(levels: u32) -> u32 {
+    12 + 9 * levels
+}
+
+/// Whether `addr` is beyond the virtual address space of page tables of `levels`
+/// levels ([`Lines::levels`]; a free function, so that a reader can ask while it
+/// holds the line it read).
+#[inline]
+pub fn beyond_reach(levels: Option<u32>, addr: u64) -> bool {
+    levels.is_some_and(|l| addr >> va_bits(l) != 0)
 }
 
 /// Shows `line` for a message: printable ASCII as is, other bytes escaped, at most
