@@ -432,6 +432,17 @@ impl Pages {
         self.flags[i] &= !(PENDING | FULL);
     }
 
+    /// Trapping page `i`, whose translations were dropped: it keeps its pending events
+    /// when they were drawn at its full rate ([`FULL`]), and stays marked; otherwise
+    /// it goes to `redraw`.
+    fn keep_or_redraw(&mut self, i: usize, redraw: &mut Vec<usize>) {
+        if self.flags[i] & (PENDING | FULL) == PENDING | FULL {
+            self.mark(i);
+        } else {
+            redraw.push(i);
+        }
+    }
+
     /// Translations of the managed-space pages `[first, first + n)` were dropped from
     /// every TLB: their sticky flags go, and their pending faults are voided — except
     /// for the pages of `trapping` (in any order) that stand for their translation,
@@ -452,11 +463,7 @@ impl Pages {
             p.flags[i] &= !(STICKY_A | STICKY_D);
             let f = p.flags[i];
             if (f & HUGE == 0 || rep == i) && !sorted.is_empty() && sorted.binary_search(&i).is_ok() {
-                if f & (PENDING | FULL) == PENDING | FULL {
-                    p.mark(i);
-                } else {
-                    redraw.push(i);
-                }
+                p.keep_or_redraw(i, &mut redraw);
             } else if f & PENDING != 0 {
                 p.void_faults(i);
             }
@@ -484,11 +491,7 @@ impl Pages {
             redraw.clear();
             for &i in &sorted {
                 if self.managed(i).is_some() && self.representative(i) == i {
-                    if self.flags[i] & (PENDING | FULL) == PENDING | FULL {
-                        self.mark(i);
-                    } else {
-                        redraw.push(i);
-                    }
+                    self.keep_or_redraw(i, &mut redraw);
                 }
             }
             redraw.sort_by_key(|&i| self.managed(i));

@@ -3,6 +3,7 @@
 //! parsers that reject overflow instead of wrapping.
 
 use anyhow::{anyhow, Result};
+use crate::machine::config::va_bits;
 use std::io::{self, Read};
 
 /// Size of the read buffer; also the longest line accepted (no trace format has
@@ -130,12 +131,6 @@ impl Lines {
             Err(anyhow!("{}:{}: {msg} ({})", self.name, self.line_no, shown(line)))
         }
     }
-}
-
-/// The bits of virtual address that page tables of `levels` levels map (4 KiB pages,
-/// 9 bits per level).
-fn va_bits(levels: u32) -> u32 {
-    12 + 9 * levels
 }
 
 /// Whether `addr` is beyond the virtual address space of page tables of `levels`
