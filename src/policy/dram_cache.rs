@@ -33,8 +33,11 @@ pub struct Utility {
 }
 
 impl Utility {
-    /// The model for pages of `bytes` on `info`'s fast tier 0 and slow tier 1.
-    /// `write_weight` 0 derives the weight from the latencies.
+    /// The model for pages of `bytes` on `info`'s fast tier 0 and slow tier 1, with the
+    /// tiers' row-miss latencies (`TierInfo::read_ns`, `write_ns`) as Table III's t_dr,
+    /// t_dw, t_nr and t_nw: a page worth moving is reached mostly by LLC misses that
+    /// open a row. `write_weight` 0 derives the weight from the same latencies, so
+    /// that the one counter times `read_gain` stays Eq. 1's saving.
     pub fn new(info: &MachineInfo, bytes: u64, write_weight: u32) -> Utility {
         let cyc = |ns: f64| ns * info.freq_ghz;
         let (fast, slow) = (info.tier(TierId::FAST), info.tier(TierId::SLOW));
@@ -324,6 +327,8 @@ pub(crate) fn table_iv_info(fast_frames: u64, slow_frames: u64, slow_base: u64) 
 mod tests {
     use super::*;
 
+    /// Table III with the latencies Table IV quotes (the paper's Eq. 1) taken as the
+    /// tiers' row-miss latencies.
     #[test]
     fn table_iii_in_cycles_and_eq1() {
         let u = Utility::new(&table_iv_info(1 << 20, 8 << 20, 1 << 20), 4096, 0);
@@ -340,6 +345,27 @@ mod tests {
         assert!((u.benefit(50 + 3 * 24) - (122.0 * 19.2 - 1890.57)).abs() < 0.01);
         // Break-even: ⌈1890.57 / 19.2⌉ = 99 weighted accesses.
         assert!(u.benefit(98) < 0.0 && u.benefit(99) > 0.0);
+    }
+
+    /// The machine the runs use: Table IV's latencies are row hits except the PCM
+    /// write (tier.rs), so its row misses are DRAM 34.5 / 49.5 ns and PCM 75 / 171 ns
+    /// (read / write), and the derived weight is 3, not the 24 of Table IV's figures.
+    #[test]
+    fn the_default_machine_derives_a_write_weight_of_3() {
+        use crate::machine::tier::{pcm_default, TierConfig};
+        let mut info = table_iv_info(1 << 20, 8 << 20, 1 << 20);
+        for (t, cfg) in info.tiers.iter_mut().zip([TierConfig::default(), pcm_default()]) {
+            (t.read_ns, t.write_ns) = (cfg.read_miss_ns, cfg.write_miss_ns);
+        }
+        let u = Utility::new(&info, 4096, 0);
+        // t_nr − t_dr = 40.5 ns = 129.6 cycles; t_nw − t_dw = 121.5 ns = 388.8 cycles.
+        assert!((u.read_gain - 129.6).abs() < 1e-9 && (u.write_gain - 388.8).abs() < 1e-9);
+        // Weight = 388.8 / 129.6 = 3.
+        assert_eq!(u.write_weight, 3);
+        // T_mig = 512 + 1224.97 + 75 ns (240) + 49.5 ns (158.4) = 2135.37 cycles:
+        // break-even at ⌈2135.37 / 129.6⌉ = 17 weighted accesses.
+        assert!((u.t_mig - 2135.37).abs() < 0.01, "{}", u.t_mig);
+        assert!(u.benefit(16) < 0.0 && u.benefit(17) > 0.0);
     }
 
     #[test]

@@ -32,9 +32,10 @@ use serde_json::json;
 params! {
     /// Parameters of HSCC as Rainbow's baseline.
     pub struct HsccConfig {
-        /// Weight of a write in a page's access counter. 0: (t_nw − t_dw) / (t_nr − t_dr),
-        /// so that the counter times the read gain is Eq. 1's saving (as Rainbow); the HSCC
-        /// authors' simulator uses 2.
+        /// Weight of a write in a page's access counter. 0: (t_nw − t_dw) / (t_nr − t_dr)
+        /// from the tiers' row-miss latencies, so that the counter times the read gain is
+        /// Eq. 1's saving (as Rainbow: 3 on the default machine); the HSCC authors'
+        /// simulator uses 2.
         pub write_weight: u32 = 0,
         /// Factor by which the benefit threshold rises after an interval with write-backs
         /// and falls after one without (assumption, as Rainbow's).

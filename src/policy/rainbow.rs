@@ -58,8 +58,11 @@ params! {
         /// read literally). Redirection is decided at translation either way.
         pub bitmap_at_memory: bool = true,
         /// Weight of an NVM write in the access counters (§III-B says only "higher").
-        /// 0: (t_nw − t_dw) / (t_nr − t_dr), so that a page's one counter times the read
-        /// gain is Eq. 1's saving (24 with Table IV's latencies).
+        /// 0: (t_nw − t_dw) / (t_nr − t_dr) from the tiers' row-miss latencies, which the
+        /// utility model uses throughout, so that a page's one counter times the read
+        /// gain is Eq. 1's saving: 3 on the default machine (DRAM 34.5 / 49.5 ns, PCM
+        /// 75 / 171 ns). The paper's Eq. 1 takes Table IV's quoted latencies (13.5 /
+        /// 28.5 ns, 19.5 / 171 ns), which give 24: set 24 for that weight.
         pub write_weight: u32 = 0,
         /// Factor by which the benefit threshold rises after an interval with
         /// write-backs, and falls after one without (§III-C gives no number; assumption).
@@ -423,7 +426,8 @@ mod tests {
         feed(&mut r, fast(false), 1);
         feed(&mut r, fast(true), 1);
         assert_eq!((r.fast.count[5], r.fast.touched.clone()), (4, vec![5]));
-        // With the default weight 0 the weight is (171 − 28.5) / (19.5 − 13.5) = 23.75 → 24.
+        // With the default weight 0 and Table IV's quoted latencies as the row misses
+        // (table_iv_info) the weight is (171 − 28.5) / (19.5 − 13.5) = 23.75 → 24.
         assert_eq!(rainbow(2, true, 0).util.write_weight, 24);
     }
 
