@@ -82,7 +82,7 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
     let rows = (paper.table)(&results);
     println!("{}{}\n", paper.title, if args.quick { " — quick" } else { "" });
     print!("{}", table_text(&rows));
-    println!("\nSetting: {}", (paper.setting)(args.quick));
+    println!("\nSetting: {}", (paper.setting)(args.quick, &results));
     println!("Discussion: {}", paper.doc);
     let runs: Vec<Vec<_>> = results.sweeps.iter().map(|(_, r)| r.iter().cloned().map(StoredRun::into_sweep_run).collect()).collect();
     let sections: Vec<SweepSection> = results
@@ -93,7 +93,7 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
         .collect();
     let cells: Vec<[String; 4]> = rows.iter().map(|r| [r.section.clone(), r.what.clone(), r.paper.clone(), r.ours.clone()]).collect();
     let title = format!("tiersim reproduce {}{}: {}", paper.name, if args.quick { " --quick" } else { "" }, paper.title);
-    let setting = format!("{} Discussion: {}.", (paper.setting)(args.quick), paper.doc);
+    let setting = format!("{} Discussion: {}.", (paper.setting)(args.quick, &results), paper.doc);
     let page = html::sweeps_page(&title, Some((&cells, &setting)), &sections)?;
     html_out.write_all_and_commit(page.as_bytes())?;
     println!("Report: {}", html_path.display());

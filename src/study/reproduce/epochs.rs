@@ -122,8 +122,8 @@ fn sweeps(quick: bool) -> Vec<Spec> {
     specs
 }
 
-fn setting(quick: bool) -> &'static str {
-    if quick {
+fn setting(quick: bool, _: &Results) -> String {
+    let text = if quick {
         "--quick: kv and hotspot (four phases), the first policy of each machine and first touch, about 2 simulated seconds, 1 GiB; periods scaled in seconds as in the full matrix."
     } else {
         "Each policy on its paper's machine (Linux's on the cxl preset, Thermostat and kstaled on the thermostat preset, memos on the memos preset, Nimble and HeMem on optane, \
@@ -131,7 +131,8 @@ fn setting(quick: bool) -> &'static str {
          that take about 11 simulated seconds under first touch; periods scaled to the horizon in seconds (Thermostat 1 s, kstaled and lru scans 0.5 s, memos rounds 2 s, \
          Nimble 1 s, HMM-V's and the EPT scanner's windows 0.1 s, DAMON's cold age 2 s), the same in both modes. \
          The speed-ups compare runs made two at a time on a shared machine: give -j 1 on an idle one to measure speed."
-    }
+    };
+    text.into()
 }
 
 /// The bounds of issue 36: cycles (%), the fast share (points), pages moved (%).

@@ -210,8 +210,8 @@ policy = [\"hmm-v\", \"all-slow\", \"all-fast\"]
     out
 }
 
-fn setting(quick: bool) -> &'static str {
-    if quick {
+fn setting(quick: bool, _: &Results) -> String {
+    let text = if quick {
         "--quick: Fig. 2a on the moving hot set of 10 % only, in 100 ms windows (the paper: 600 ms); Tables 3–5 at 128 MiB (the paper's 2 GB ÷ 16) with 7.5·10⁶ references \
          (as many per page as the full matrix's 256 MiB); Fig. 5a at the paper's periods for 130 simulated s (two clock switches) in epochs mode, 4 GiB, hot sets of 20 and 80 %; \
          no Fig. 4, Fig. 5b nor four VMs. Otherwise as the full matrix."
@@ -221,7 +221,8 @@ fn setting(quick: bool) -> &'static str {
          Fig. 4 and 5b bounded by references (all-fast's rate × 300 s, so each run does all-fast's work), Fig. 5a and the four VMs by time. \
          Fig. 2a in the paper's 600 ms windows and Tables 3–5 (one migration, in 50 ms rounds) in detailed mode at footprints of the paper ÷ 16 (16 GB → 1 GiB). \
          No migration (first touch) where the paper has NUMA balancing (Fig. 4, 5b; `tiersim reproduce hmm-v-baselines` runs NUMA balancing itself)."
-    }
+    };
+    text.into()
 }
 
 /// The mean of `key` over the windows of run `r`'s report.

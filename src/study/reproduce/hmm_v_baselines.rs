@@ -177,8 +177,8 @@ fn sweeps(quick: bool) -> Vec<Spec> {
     out
 }
 
-fn setting(quick: bool) -> &'static str {
-    if quick {
+fn setting(quick: bool, _: &Results) -> String {
+    let text = if quick {
         "--quick: Fig. 7 for graph500 L with THP only, at half the size (320 MiB over 128 MiB of DRAM) and half the references; \
          Fig. 5a for the hot region in the second half (seed 5) and a hot set of 20 % of 256 MiB; §5.9.2's Memory Mode miss ratios only, with 96 MiB VMs and 64 MiB of DRAM; \
          no four VMs nor 1 KiB values. Otherwise as the full matrix: the optane preset, one vCPU per VM, data written in address order first (workload.init), \
@@ -187,7 +187,8 @@ fn setting(quick: bool) -> &'static str {
         "The optane preset (HMM-V Table 2), one vCPU per VM, footprints of the paper ÷ 16, data written in address order first (workload.init); \
          HMM-V's windows of 100 ms and clock switch every 10 s (1/6 of the paper's), Nimble's step every 0.8 s (5 s ÷ 6), NUMA balancing's windows of 16 MB (256 MB ÷ 16), \
          HeMem as released; runs of 1.4–6 simulated s where the paper's last minutes. Fig. 7 is THP only in the paper; the 4 KiB rows are ours."
-    }
+    };
+    text.into()
 }
 
 /// Run `r`'s performance over NUMA_B's (`nb`) and relative to all-DRAM (`dram`), as

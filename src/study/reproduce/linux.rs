@@ -98,8 +98,8 @@ fn sweeps(quick: bool) -> Vec<Spec> {
     out
 }
 
-fn setting(quick: bool) -> &'static str {
-    if quick {
+fn setting(quick: bool, _: &Results) -> String {
+    let text = if quick {
         "--quick: the short runs of kv with every policy and of gemm (a quarter of its references) with first-touch, linux-tiering and TPP, the fast tier at 25 % only; \
          the hot-key kv at 64 MiB for 10⁸ references (about 5 simulated s) without DAMON; no long runs. \
          Otherwise as the full matrix: the cxl preset (DDR5 + CXL expander, THP on), data written in address order first, every policy with its own defaults at the kernel's time scale."
@@ -107,7 +107,8 @@ fn setting(quick: bool) -> &'static str {
         "The cxl preset (DDR5 ≈ 90 ns, CXL ≈ 240 ns at a quarter of the bandwidth, THP on), application workloads of 256 MiB written in address order first (workload.init), \
          every policy with its own defaults at the kernel's time scale: short runs of 1.2–6 simulated s, long runs of about 30 s, the hot-key kv for about 23 s. \
          Our workloads are pure memory streams: TPP's claims are for production services, far less memory-bound (the doc's last section)."
-    }
+    };
+    text.into()
 }
 
 /// Cycles of run `r` over `base`'s.

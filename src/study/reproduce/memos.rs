@@ -92,8 +92,8 @@ fn sweeps(quick: bool) -> Vec<Spec> {
     specs
 }
 
-fn setting(quick: bool) -> &'static str {
-    if quick {
+fn setting(quick: bool, _: &Results) -> String {
+    let text = if quick {
         "--quick: kv alone (no two-program sets, so no cache-bank-colouring) and no sensitivity runs; memos' periods divided by 20 (a sampling every 1.25 ms, \
          a round every 1 s) over a quarter of the full matrix's references (about 4 simulated s, 4 rounds), so SysMon's scans take about 4 times the full \
          matrix's share of the run and a page is seen in fewer samplings. \
@@ -102,7 +102,8 @@ fn setting(quick: bool) -> &'static str {
         "memos' periods divided by 5 (a sampling every 5 ms, a round every 4 s), about 16–21 simulated s per run (4 rounds); 64 MiB per program, every page born in NVM; \
          the paper: SPEC, Memcached and Redis on 4 GB of DRAM beside 4–16 GB of NVM, 20 s rounds, runs of minutes. Fig. 17's gain is measured with DRAM in all \
          channels and many programs injected over time, which we do not run."
-    }
+    };
+    text.into()
 }
 
 /// Figure `key` of tier `i` of run `r` (0 when the run has no such tier).

@@ -32,8 +32,9 @@ pub struct Paper {
     pub doc: &'static str,
     /// The sweeps: the doc's matrix, or with `quick` a smaller one of a few minutes.
     pub sweeps: fn(quick: bool) -> Vec<Spec>,
-    /// What differs from the paper's setting, printed under the table.
-    pub setting: fn(quick: bool) -> &'static str,
+    /// What differs from the paper's setting, printed under the table; figures of the
+    /// runs themselves (how many intervals they lasted) are read from `Results`.
+    pub setting: fn(quick: bool, res: &Results) -> String,
     /// Our figures beside the paper's.
     pub table: fn(&Results) -> Vec<Row>,
 }
@@ -134,6 +135,37 @@ impl Results {
     pub fn has(&self, sweep: &str) -> bool {
         self.sweeps.iter().any(|(s, _)| s.name == sweep)
     }
+}
+
+/// Results of one sweep `name` whose runs have the axes and reports given, for the
+/// papers' table tests.
+#[cfg(test)]
+pub fn results_of(name: &str, runs: Vec<(&[(&str, &str)], Value)>) -> Results {
+    // The spec lists every axis value the runs have, in the order first met.
+    let mut axes: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (k, v) in runs.iter().flat_map(|r| r.0.iter()) {
+        match axes.iter_mut().find(|a| a.0 == *k) {
+            Some(a) if !a.1.contains(v) => a.1.push(v),
+            Some(_) => {}
+            None => axes.push((k, vec![v])),
+        }
+    }
+    let lines: Vec<String> = axes.iter().map(|(k, v)| format!("'{k}' = [{}]", v.iter().map(|x| format!("\"{x}\"")).collect::<Vec<_>>().join(", "))).collect();
+    let spec = format!("[axes]\n{}\n", lines.join("\n"));
+    let sweep = StoredSweep { name: name.into(), spec, axes: axes.iter().map(|a| a.0.to_string()).collect(), baseline: None };
+    let runs = runs
+        .into_iter()
+        .enumerate()
+        .map(|(i, (axes, report))| StoredRun {
+            sweep: name.into(),
+            key: i.to_string(),
+            seq: i as i64,
+            axes: axes.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            error: None,
+            report: Some(report),
+        })
+        .collect();
+    Results { sweeps: vec![(sweep, runs)] }
 }
 
 /// A number of a report by its JSON pointer (`/summary/cycles`).

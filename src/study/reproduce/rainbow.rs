@@ -52,16 +52,42 @@ policy = [{}]
     vec![spec(SWEEP, &text)]
 }
 
-fn setting(quick: bool) -> &'static str {
+fn setting(quick: bool, res: &Results) -> String {
+    let intervals = intervals(res).unwrap_or_else(|| "intervals of 10^8 cycles: none finished yet".into());
     if quick {
-        "--quick: gups, hotspot, zipf, kv and stream only, 10^7 references per run (10–25 intervals) instead of 2·10^7 on 12 workloads. \
-         Both: Table IV's machine with 256 MiB of DRAM and 4 GiB of PCM instead of 4 GB and 32 GB, 1 GiB footprints (graphs round to 576 MiB) instead of \
-         SPEC, PARSEC, PBBS, Graph500, Linpack, NPB-CG and GUPS; the paper's averages are over its applications, ours over our workloads."
+        format!(
+            "--quick: gups, hotspot, zipf, kv and stream only, 10^7 references per run ({intervals}) instead of 2·10^7 on 12 workloads. \
+             Both: Table IV's machine with 256 MiB of DRAM and 4 GiB of PCM instead of 4 GB and 32 GB, 1 GiB footprints (graphs round to 576 MiB) instead of \
+             SPEC, PARSEC, PBBS, Graph500, Linpack, NPB-CG and GUPS; the paper's averages are over its applications, ours over our workloads."
+        )
     } else {
-        "Table IV's machine with 256 MiB of DRAM and 4 GiB of PCM instead of 4 GB and 32 GB, 1 GiB footprints (graph-bfs and pagerank round to 576 MiB), \
-         2·10^7 references per run (20–60 intervals of 10^8 cycles), our 12 workloads instead of SPEC, PARSEC, PBBS, Graph500, Linpack, NPB-CG and GUPS; \
-         the paper's averages are over its applications, ours over our workloads."
+        format!(
+            "Table IV's machine with 256 MiB of DRAM and 4 GiB of PCM instead of 4 GB and 32 GB, 1 GiB footprints (graph-bfs and pagerank round to 576 MiB), \
+             2·10^7 references per run ({intervals}), our 12 workloads instead of SPEC, PARSEC, PBBS, Graph500, Linpack, NPB-CG and GUPS; \
+             the paper's averages are over its applications, ours over our workloads."
+        )
     }
+}
+
+/// Rainbow's intervals (§III-B) a run completed: its cycles over the interval
+/// (`engine.epoch_cycles`), rounded down.
+fn completed_intervals(r: &Value) -> Option<u64> {
+    let (interval, cycles) = (number(r, "/config/engine/epoch_cycles")?, number(r, "/summary/cycles")?);
+    (interval > 0.0).then(|| (cycles / interval).floor() as u64)
+}
+
+/// How many intervals the finished runs completed, fewest to most, and the run with
+/// fewest; `None` before any run finished.
+fn intervals(res: &Results) -> Option<String> {
+    let (_, runs) = res.sweeps.iter().find(|(s, _)| s.name == SWEEP)?;
+    let axis = |run: &crate::study::store::StoredRun, k: &str| run.axes.iter().find(|(a, _)| a == k).map_or(String::new(), |(_, v)| v.clone());
+    let counts: Vec<(u64, String)> = runs
+        .iter()
+        .filter_map(|run| Some((completed_intervals(run.report.as_ref()?)?, format!("{} under {}", axis(run, "workload"), axis(run, "policy")))))
+        .collect();
+    let fewest = counts.iter().min_by_key(|c| c.0)?;
+    let most = counts.iter().map(|c| c.0).max()?;
+    Some(format!("{}–{most} intervals of 10^8 cycles, fewest {}", fewest.0, fewest.1))
 }
 
 /// `what` of every workload that has it, with the workload.
@@ -102,6 +128,15 @@ fn ipc(r: &Value) -> Option<f64> {
     number(r, "/summary/ipc")
 }
 
+/// The share of run `r`'s cycles its cores spent walking page tables after TLB misses
+/// (Fig. 8's "cycles spent on servicing TLB misses").
+fn walk_share(r: &Value) -> Option<f64> {
+    let cores = r["cores"].as_array()?;
+    let cycles: f64 = cores.iter().map(|c| c["cycles"].as_f64().unwrap_or(0.0)).sum();
+    let walks: f64 = cores.iter().map(|c| c["walk_cycles"].as_f64().unwrap_or(0.0)).sum();
+    (cycles > 0.0).then(|| walks / cycles)
+}
+
 fn table(res: &Results) -> Vec<Row> {
     let workloads = res.axis_values(SWEEP, "workload");
     let mut rows = Vec::new();
@@ -125,7 +160,12 @@ fn table(res: &Results) -> Vec<Row> {
         per_workload(res, &workloads, move |run| Some(ipc(run("rainbow")?)? / ipc(run(other)?)?))
     };
     rows.push(Row::new("§IV-C, Fig. 10", "rainbow's IPC over flat-static, mean of the workloads' ratios", "+72.7 %", mean_change(&ipc_vs("flat-static"))));
-    rows.push(Row::new("§IV-C, Fig. 10", "rainbow's IPC over hscc-4k", "+22.8 % (up to 2.9×)", mean_change(&ipc_vs("hscc-4k"))));
+    rows.push(Row::new(
+        "§IV-C, Fig. 10",
+        "rainbow's IPC over hscc-4k",
+        "+22.8 % (up to 2.9×); the abstract and §I: +43.0 % against \"a memory migration policy without superpage support\"",
+        mean_change(&ipc_vs("hscc-4k")),
+    ));
     rows.push(Row::new("§IV-C, Fig. 10", "rainbow's IPC over hscc-2m", "+17.3 %", mean_change(&ipc_vs("hscc-2m"))));
     rows.push(Row::new(
         "§IV-C, Fig. 10",
@@ -134,9 +174,18 @@ fn table(res: &Results) -> Vec<Row> {
         mean_change(&per_workload(res, &workloads, |run| Some(ipc(run("all-fast")?)? / ipc(run("rainbow")?)?))),
     ));
     rows.push(Row::new(
-        "§IV-B, Fig. 7–8",
-        "TLB misses per kilo-instruction, rainbow vs hscc-4k",
+        "§IV-B, Fig. 8",
+        "TLB-miss overhead (page-walk cycles, share of the cycles), rainbow vs hscc-4k",
         "−99.8 % on average",
+        mean_change(&per_workload(res, &workloads, |run| {
+            let base = walk_share(run("hscc-4k")?)?;
+            (base > 0.0).then_some(walk_share(run("rainbow")?)? / base)
+        })),
+    ));
+    rows.push(Row::new(
+        "§IV-B, Fig. 7",
+        "TLB misses per kilo-instruction, rainbow vs hscc-4k",
+        "lower by several orders of magnitude",
         mean_change(&per_workload(res, &workloads, |run| {
             let base = number(run("hscc-4k")?, "/summary/tlb_mpki")?;
             (base > 0.0).then_some(number(run("rainbow")?, "/summary/tlb_mpki")? / base)
@@ -189,6 +238,47 @@ fn table(res: &Results) -> Vec<Row> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::study::reproduce::results_of;
+    use serde_json::json;
+
+    /// A run of `cycles` on two cores that walked `walks` cycles each, with intervals
+    /// of 10^8 cycles.
+    fn report(cycles: u64, walks: u64) -> Value {
+        json!({
+            "summary": { "cycles": cycles },
+            "config": { "engine": { "epoch_cycles": 100_000_000 } },
+            "cores": [{ "cycles": cycles, "walk_cycles": walks }, { "cycles": cycles, "walk_cycles": walks }],
+        })
+    }
+
+    #[test]
+    fn the_setting_counts_the_intervals_the_runs_completed() {
+        let res = results_of(
+            SWEEP,
+            vec![
+                (&[("workload", "kv"), ("policy", "all-fast")], report(399_999_999, 0)),
+                (&[("workload", "gups"), ("policy", "rainbow")], report(3_100_000_000, 0)),
+                (&[("workload", "kv"), ("policy", "rainbow")], report(1_000_000_000, 0)),
+            ],
+        );
+        // 3.99… intervals are 3 completed; 31 and 10.
+        assert_eq!(intervals(&res).as_deref(), Some("3–31 intervals of 10^8 cycles, fewest kv under all-fast"));
+        assert!(setting(true, &res).contains("10^7 references per run (3–31 intervals of 10^8 cycles, fewest kv under all-fast)"));
+        assert!(setting(false, &results_of(SWEEP, Vec::new())).contains("(intervals of 10^8 cycles: none finished yet)"));
+    }
+
+    #[test]
+    fn tlb_miss_overhead_is_the_share_of_cycles_in_walks() {
+        // hscc-4k walks 40 % of its cycles, rainbow 0.2 %: −99.5 %.
+        let res = results_of(
+            SWEEP,
+            vec![(&[("workload", "gups"), ("policy", "hscc-4k")], report(1000, 400)), (&[("workload", "gups"), ("policy", "rainbow")], report(2000, 4))],
+        );
+        assert_eq!(walk_share(&report(1000, 400)), Some(0.4));
+        let row = table(&res).into_iter().find(|r| r.section == "§IV-B, Fig. 8").expect("the Fig. 8 row");
+        assert_eq!(row.paper, "−99.8 % on average");
+        assert_eq!(row.ours, "−99.5 % over 1 workloads (gups −99.5 % … gups −99.5 %)");
+    }
 
     #[test]
     fn the_full_matrix_is_the_docs() {

@@ -59,8 +59,8 @@ fn sweeps(quick: bool) -> Vec<Spec> {
     ]
 }
 
-fn setting(quick: bool) -> &'static str {
-    if quick {
+fn setting(quick: bool, _: &Results) -> String {
+    let text = if quick {
         "--quick: kv, hotspot and zipf under first touch and all-fast, kv and hotspot under TPP and linux-tiering; 3.2·10⁷ references in windows scaled as tests/sampled.rs does \
          (a period of 4·10⁶ references, 15 % detailed) where the full matrix runs 10⁸ with the default windows (2.5·10⁶, 5 % detailed). \
          The speed-ups compare runs made two at a time on a shared machine: give -j 1 on an idle one to measure speed."
@@ -68,7 +68,8 @@ fn setting(quick: bool) -> &'static str {
         "Every workload under first touch and all-fast, every OS-level policy on kv and hotspot (kstaled, thermostat and memos with their periods scaled to the run), \
          1 GiB, 10⁸ references (0.4–2 simulated s), the default windows (5 % detailed), the default machine. \
          The speed-ups compare runs made two at a time: give -j 1 on an idle machine to measure speed (BENCHMARKS.md's speed table alternates the modes)."
-    }
+    };
+    text.into()
 }
 
 /// Sampled's `s` against detailed's `d`, in % of `d`.

@@ -51,14 +51,15 @@ fn sweeps(quick: bool) -> Vec<Spec> {
     vec![spec(SWEEP, &text)]
 }
 
-fn setting(quick: bool) -> &'static str {
-    if quick {
+fn setting(quick: bool, _: &Results) -> String {
+    let text = if quick {
         "--quick: spar-frag and spar-dense only, without first-touch. Both: 16-core mixes of our workloads (16 × 192 MiB, three times the HBM) standing for \
          the paper's SPEC CPU2006 mixes, 1.5 M references per core (0.1–0.3 simulated s) instead of 500 M instructions; one run each."
     } else {
         "16-core mixes of our workloads (16 × 192 MiB, three times the HBM) standing for the paper's SPEC CPU2006 mixes (Table 3–4), \
          1.5 M references per core (0.1–0.3 simulated s) instead of 500 M instructions; one run each; first-touch is ours, not the paper's."
-    }
+    };
+    text.into()
 }
 
 /// The speedup of `run` over `base`: the baseline's cycles over the run's.

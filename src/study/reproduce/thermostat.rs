@@ -166,8 +166,8 @@ policy = ["all-fast", "thermostat"]
     spec(PHASES, &text)
 }
 
-fn setting(quick: bool) -> &'static str {
-    if quick {
+fn setting(quick: bool, _: &Results) -> String {
+    let text = if quick {
         "--quick: epochs mode, the paper's 30 s periods for about 600 simulated s (the paper: 600 s of warm-up and 600 s measured), kv-zipf 8 GiB and hotspot 8 GiB only, x = 3 and 10 %, \
          the preset's own TLBs; loss over the last half of the references. Moving phases: 2 phases (one change) over about 600 s, loss after the first quarter."
     } else {
@@ -176,7 +176,8 @@ fn setting(quick: bool) -> &'static str {
          graph-bfs's rows are not to be trusted: Thermostat on graph-bfs is an outlier of epochs mode's validation (+114 % cycles against detailed mode; docs/epochs.md). \
          Moving phases: hotspot 8 GiB, its hot half (99.9 % of the references) jumps to the other half at 3 changes, about 300 s apart, loss after the first quarter; \
          the paper shows no phase change, only that the correction brings a rate over the target back (§3.5, Fig. 3)."
-    }
+    };
+    text.into()
 }
 
 /// Throughput loss (the paper's `1 − T_all-fast / T_run`) over the references after
