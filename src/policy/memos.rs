@@ -809,6 +809,8 @@ impl Policy for Memos {
         out.insert("passes_per_round".into(), json!(self.passes_per_round));
         out.insert("stats".into(), json!(self.stats));
         out.insert("refused".into(), json!(self.refusals));
+        // Which of the report's `threads` is which, so that readers find them by role.
+        out.insert("threads".into(), json!({ "sysmon": SYSMON.0, "migration": MIGRATOR.0, "dma": ENGINE.0 }));
         let w = self.stats.sampled_writes;
         out.insert("sampled_write_share_dram".into(), json!(w[0] as f64 / (w[0] + w[1]).max(1) as f64));
         let col = |f: &dyn Fn(&PassPoint) -> serde_json::Value| self.series.iter().map(f).collect::<Vec<_>>();
