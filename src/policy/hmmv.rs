@@ -898,6 +898,8 @@ impl<F: Flavor> Policy for HmmV<F> {
             .map(|v| json!({ "tenant": v.tenant, "initial_dram_frames": v.initial_dram, "dram_frames": v.dram, "counter": v.counter, "gpt_pages": v.nodes.len(), "unfinished": v.state != State::Idle }))
             .collect();
         out.insert("vms".into(), json!(vms));
+        // The unit of the `*_frames` figures: base frames.
+        out.insert("frame_bytes".into(), json!(4096));
         let pacing = self.window.report("the monitoring window");
         out.insert("pacing".into(), json!(pacing));
         out.insert("thp".into(), json!(self.thp));

@@ -11,7 +11,7 @@
 //! 50 ms rounds) stay in detailed mode at the paper's footprints ÷ 16. The comparisons
 //! with its baselines are the paper `hmm-v-baselines`.
 
-use super::{fmt, geomean, number, relative_performance_pct, relative_throughput_pct, sweep, Paper, Results, Row};
+use super::{fmt, geomean, number, relative_performance_pct, relative_throughput_pct, slot_of, sweep, Paper, Results, Row};
 use crate::study::Spec;
 use serde_json::Value;
 
@@ -450,11 +450,34 @@ fn fig5_rows(res: &Results, rows: &mut Vec<Row>) {
     }
 }
 
-/// The performance of each VM (core) of run `r` relative to `base`, in %: runs of the
-/// same simulated seconds, so the references each VM issued, over `base`'s.
-fn per_vm_pct(r: &Value, base: &Value) -> Option<Vec<f64>> {
-    let (cores, base_cores) = (r["cores"].as_array()?, base["cores"].as_array()?);
-    cores.iter().zip(base_cores).map(|(c, b)| Some(100.0 * c["references"].as_f64()? / b["references"].as_f64()?)).collect()
+/// The performance of each VM of run `r` relative to `base`, in %, with the workload it
+/// runs (each VM found in both runs by its workload): runs of the same simulated
+/// seconds, so the references each VM issued, over `base`'s.
+fn per_vm_pct(r: &Value, base: &Value) -> Option<Vec<(String, f64)>> {
+    let refs = |x: &Value, name: &str| x["cores"][slot_of(x, name)?.0]["references"].as_f64();
+    r["workloads"]
+        .as_array()?
+        .iter()
+        .map(|w| {
+            let name = w["workload"]["name"].as_str()?;
+            Some((name.to_string(), 100.0 * refs(r, name)? / refs(base, name)?))
+        })
+        .collect()
+}
+
+/// Each VM's DRAM in HMM-V's run `r`, at the start and at the end, in MiB: the frames
+/// its report gives, in its `frame_bytes`; VMs named by the workload of their tenant.
+fn dram_per_vm(r: &Value) -> Option<String> {
+    let frame_mib = number(r, "/policy_report/frame_bytes")? / f64::from(1 << 20);
+    let workload = |tenant: u64| r["workloads"].as_array()?.iter().find(|w| w["tenant"].as_u64() == Some(tenant))?["workload"]["name"].as_str();
+    let vms = r.pointer("/policy_report/vms")?.as_array()?;
+    vms.iter()
+        .map(|v| {
+            let mib = |k: &str| v[k].as_f64().map(|f| f * frame_mib);
+            Some(format!("{} {:.0}→{:.0}", workload(v["tenant"].as_u64()?)?, mib("initial_dram_frames")?, mib("dram_frames")?))
+        })
+        .collect::<Option<Vec<_>>>()
+        .map(|v| v.join(", ") + " MiB")
 }
 
 fn four_vms_rows(res: &Results, rows: &mut Vec<Row>) {
@@ -465,22 +488,14 @@ fn four_vms_rows(res: &Results, rows: &mut Vec<Row>) {
     let run = |mode| res.find("four-vms", &[("policy.hmm-v.mode", mode)]);
     let perf = |mode| per_vm_pct(run(mode)?, base?);
     let (island, pool) = (perf("island"), perf("pool"));
-    let show = |v: &Option<Vec<f64>>| v.as_ref().map(|v| format!("{} %", v.iter().map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(" / ")));
-    let what = "four VMs (stream, graph500, kv, pagerank), DRAM 20 %, 300 s";
+    let show = |v: &Option<Vec<(String, f64)>>| v.as_ref().map(|v| v.iter().map(|(w, x)| format!("{w} {x:.1} %")).collect::<Vec<_>>().join(" / "));
+    let what = "four VMs, DRAM 20 %, 300 s";
     rows.push(Row::new("§5.9.1, Fig. 8a", format!("{what}: island, performance of all-DRAM per VM"), "—", show(&island)));
     rows.push(Row::new("§5.9.1, Fig. 8a", format!("{what}: pool, performance of all-DRAM per VM"), "ahead of island on every VM", show(&pool)));
-    let lead = island.zip(pool).and_then(|(i, p)| Some((geomean(&p)? / geomean(&i)? - 1.0) * 100.0));
+    let values = |v: &[(String, f64)]| v.iter().map(|x| x.1).collect::<Vec<_>>();
+    let lead = island.as_deref().zip(pool.as_deref()).and_then(|(i, p)| Some((geomean(&values(p))? / geomean(&values(i))? - 1.0) * 100.0));
     rows.push(Row::new("§5.9.1, Fig. 8a", "four VMs: pool over island (geometric mean)", "+12 %", lead.map(|l| format!("{l:+.1} %"))));
-    let dram = run("pool").and_then(|r| {
-        let vms = r.pointer("/policy_report/vms")?.as_array()?;
-        let mib = |v: &Value, k: &str| v[k].as_f64().map(|f| f * 4.0 / 1024.0);
-        vms.iter()
-            .enumerate()
-            .map(|(i, v)| Some(format!("VM{} {:.0}→{:.0}", i + 1, mib(v, "initial_dram_frames")?, mib(v, "dram_frames")?)))
-            .collect::<Option<Vec<_>>>()
-            .map(|v| v.join(", ") + " MiB")
-    });
-    rows.push(Row::new("§5.9.1", "four VMs, pool: DRAM per VM, initial → at the end", "VM1 +1.5 GB, VM2 −1.5, VM3 −1.5, VM4 −2 (8 GB each)", dram));
+    rows.push(Row::new("§5.9.1", "four VMs, pool: DRAM per VM, initial → at the end", "VM1 +1.5 GB, VM2 −1.5, VM3 −1.5, VM4 −2 (8 GB each)", run("pool").and_then(dram_per_vm)));
 }
 
 fn table(res: &Results) -> Vec<Row> {
@@ -491,4 +506,45 @@ fn table(res: &Results) -> Vec<Row> {
     fig5_rows(res, &mut rows);
     four_vms_rows(res, &mut rows);
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Two VMs, kv on core 1 (tenant 1) and stream on core 0 (tenant 0), HMM-V's
+    /// frames in 4 KiB.
+    fn run(refs: [u64; 2]) -> Value {
+        json!({
+            "workloads": [
+                { "core": 0, "tenant": 0, "workload": { "name": "stream" } },
+                { "core": 1, "tenant": 1, "workload": { "name": "kv" } },
+            ],
+            "cores": [{ "references": refs[0] }, { "references": refs[1] }],
+            "policy_report": {
+                "frame_bytes": 4096,
+                "vms": [
+                    { "tenant": 1, "initial_dram_frames": 2048, "dram_frames": 1536 },
+                    { "tenant": 0, "initial_dram_frames": 2048, "dram_frames": 2560 },
+                ],
+            },
+        })
+    }
+
+    #[test]
+    fn vms_are_named_by_their_workload_and_dram_counted_in_the_reports_frames() {
+        // 2048 frames of 4 KiB = 8 MiB; 1536 = 6 MiB; 2560 = 10 MiB.
+        assert_eq!(dram_per_vm(&run([0, 0])).as_deref(), Some("kv 8→6, stream 8→10 MiB"));
+        let mut huge = run([0, 0]);
+        huge["policy_report"]["frame_bytes"] = json!(2 << 20);
+        assert_eq!(dram_per_vm(&huge).as_deref(), Some("kv 4096→3072, stream 4096→5120 MiB"));
+        // The baseline lists its VMs in another order: each is matched by workload.
+        let mut base = run([400, 100]);
+        base["workloads"] = json!([
+            { "core": 0, "tenant": 0, "workload": { "name": "kv" } },
+            { "core": 1, "tenant": 1, "workload": { "name": "stream" } },
+        ]);
+        assert_eq!(per_vm_pct(&run([50, 100]), &base), Some(vec![("stream".to_string(), 50.0), ("kv".to_string(), 25.0)]));
+    }
 }

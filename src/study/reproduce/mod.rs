@@ -236,6 +236,14 @@ pub fn geomean(xs: &[f64]) -> Option<f64> {
     (!xs.is_empty()).then(|| (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
 }
 
+/// The core and the tenant that run workload `name` in run `r`, from its `workloads`
+/// (the first slot that runs it), so that a row names a VM by what it runs rather than
+/// by its place in the layout.
+pub fn slot_of(r: &Value, name: &str) -> Option<(usize, usize)> {
+    let slot = r["workloads"].as_array()?.iter().find(|w| w["workload"]["name"] == name)?;
+    Some((slot["core"].as_u64()? as usize, slot["tenant"].as_u64()? as usize))
+}
+
 /// `x` with `digits` decimals and a unit.
 pub fn fmt(x: f64, digits: usize, unit: &str) -> String {
     format!("{x:.digits$}{unit}")
@@ -330,6 +338,19 @@ mod tests {
         assert_eq!(relative_throughput_pct(&run, &base, 0.0), Some(100.0));
         assert_eq!(relative_throughput_pct(&run, &base, 0.5), Some(150.0));
         assert_eq!(relative_throughput_pct(&run, &base, 0.75), Some(150.0));
+    }
+
+    #[test]
+    fn a_workload_is_found_by_name_not_by_place() {
+        let r = serde_json::json!({
+            "workloads": [
+                { "core": 0, "tenant": 1, "workload": { "name": "kv" } },
+                { "core": 1, "tenant": 0, "workload": { "name": "pagerank" } },
+            ],
+        });
+        assert_eq!(slot_of(&r, "pagerank"), Some((1, 0)));
+        assert_eq!(slot_of(&r, "kv"), Some((0, 1)));
+        assert_eq!(slot_of(&r, "stream"), None);
     }
 
     #[test]
