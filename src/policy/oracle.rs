@@ -472,6 +472,60 @@ impl Horizons {
     }
 }
 
+/// The lines of every unit the caches served over the last `span` chunks of every
+/// core, and will serve over the next `span` (each chunk's distinct lines, summed),
+/// kept as sliding sums as the run goes on. A line the caches hold and will serve
+/// again is one a move's flush makes the cores read from memory; the smaller of the
+/// two sums bounds how many those are. `span` is how long a line stays in the caches:
+/// the last level's lines over the misses per chunk.
+pub struct Reuse {
+    span: usize,
+    before: Vec<u32>,
+    after: Vec<u32>,
+    /// Per core, chunks [lo, mid) are summed in `before`, [mid, hi) in `after`.
+    at: Vec<(usize, usize, usize)>,
+}
+
+impl Reuse {
+    /// Sliding sums over `future`'s record, at the start of the run, for caches whose
+    /// last level holds `lines` lines.
+    pub fn new(future: &Future, lines: u64) -> Reuse {
+        let chunks = (0..future.cores()).map(|c| future.chunks(c)).max().unwrap_or(0).max(1) as u64;
+        let misses = (0..future.units() as u32).map(|u| future.total(u)).sum::<u64>() / (future.weights.read as u64).max(1);
+        let span = lines.saturating_mul(chunks).div_ceil(misses.max(1)).clamp(1, 32) as usize;
+        Reuse { span, before: vec![0; future.units()], after: vec![0; future.units()], at: vec![(0, 0, 0); future.cores()] }
+    }
+
+    /// Moves to the position where core `c` has made `done[c]` references (never
+    /// fewer than at the last call).
+    pub fn advance(&mut self, future: &Future, done: &[u64]) {
+        for core in 0..future.cores() {
+            let k = (done.get(core).copied().unwrap_or(0) / future.chunk_refs) as usize;
+            let (lo, mid, hi) = self.at[core];
+            let n = future.chunks(core);
+            for chunk in hi..(k + self.span).min(n).max(hi) {
+                future.chunk(core, chunk).iter().for_each(|e| self.after[e.unit as usize] += e.hits);
+            }
+            for chunk in mid..k.max(mid) {
+                for e in future.chunk(core, chunk) {
+                    self.after[e.unit as usize] -= e.hits;
+                    self.before[e.unit as usize] += e.hits;
+                }
+            }
+            for chunk in lo..k.saturating_sub(self.span).max(lo) {
+                future.chunk(core, chunk).iter().for_each(|e| self.before[e.unit as usize] -= e.hits);
+            }
+            self.at[core] = (k.saturating_sub(self.span).max(lo), k.max(mid), (k + self.span).min(n).max(hi));
+        }
+    }
+
+    /// Lines of unit `u` the caches served over the last `span` chunks, and will over
+    /// the next.
+    pub fn hits(&self, u: u32) -> (u32, u32) {
+        (self.before[u as usize], self.after[u as usize])
+    }
+}
+
 /// Adds the entries of core `core`'s chunks from `*added` up to `to` into `sums`.
 fn add_chunks(future: &Future, core: usize, sums: &mut [u64], added: &mut usize, to: usize) {
     while *added < to {
@@ -811,6 +865,9 @@ pub struct Oracle {
     future: Future,
     /// Built once the record is complete (`foreseen`).
     horizons: Option<Horizons>,
+    reuse: Option<Reuse>,
+    /// Lines the last cache level holds.
+    llc_lines: u64,
     pacer: Pacer,
     fast_frames: u64,
     /// Page-table frames the first placement leaves room for, and those of them not
@@ -845,10 +902,6 @@ pub struct Oracle {
     near: Vec<u32>,
     mark: Vec<u8>,
     window: Vec<u64>,
-    /// Per unit at a decision, the cache hits of the last chunks run and of the
-    /// window; the units that have some.
-    hits: Vec<(u32, u32)>,
-    hit_units: Vec<u32>,
     /// The moves of the job under way.
     moving: Vec<TierId>,
     achieved: Achieved,
@@ -880,15 +933,6 @@ impl Observer for Oracle {
             TierId::SLOW.into()
         }
     }
-}
-
-/// Adds `hits` (before, after) to unit `u`'s, listing it the first time.
-fn note_hits(all: &mut [(u32, u32)], listed: &mut Vec<u32>, u: u32, hits: (u32, u32)) {
-    let h = &mut all[u as usize];
-    if *h == (0, 0) && hits != (0, 0) {
-        listed.push(u);
-    }
-    *h = (h.0.saturating_add(hits.0), h.1.saturating_add(hits.1));
 }
 
 /// Appends `c` to `list`, with its weights over every horizon in the table: its
@@ -948,11 +992,11 @@ impl Oracle {
     /// A mapped page as a candidate: to promote (`up`) or to demote. Its move costs
     /// the price of its size and direction, and the lines its flush takes from the
     /// caches that the cores will read again from the tier it goes to: at most as
-    /// many as the page has, as the caches served in the last chunks run and as they
-    /// would serve in the window (the unit's, in the share of the unit the page is).
+    /// many as the page has, and as the caches served lately and will serve soon
+    /// ([`Reuse`]; the unit's, in the share of the unit the page is).
     fn page_candidate(&self, u: u32, p: PageInfo, up: bool) -> Candidate {
         let (d, h) = (!up as usize, p.huge as usize);
-        let (before, after) = self.hits[u as usize];
+        let (before, after) = self.reuse.as_ref().map_or((0, 0), |r| r.hits(u));
         let share = |n: u64| n * p.base_pages() / self.unit_frames();
         let reread = (p.bytes / 64).min(share(before as u64)).min(share(after as u64));
         let cost = self.measured(self.costs.priced[d][h] + reread * self.latency_q[d]);
@@ -990,13 +1034,6 @@ impl Oracle {
             let done = self.done.get(core).copied().unwrap_or(0);
             let pace = done - self.prev.get(core).copied().unwrap_or(0);
             let (k, end) = ((done / self.future.chunk_refs) as usize, ((done + pace) / self.future.chunk_refs) as usize);
-            // The cache hits of the last chunks run and of the window: what a move's
-            // flush would take from the caches (see `Oracle::page_candidate`).
-            for chunk in k.saturating_sub(1)..=k {
-                for e in self.future.chunk(core, chunk) {
-                    note_hits(&mut self.hits, &mut self.hit_units, e.unit, (e.hits, 0));
-                }
-            }
             for chunk in k..=end.max(k + 1) {
                 for e in self.future.chunk(core, chunk) {
                     let u = e.unit as usize;
@@ -1005,7 +1042,6 @@ impl Oracle {
                         self.near.push(e.unit);
                     }
                     self.window[u] += e.weight as u64;
-                    note_hits(&mut self.hits, &mut self.hit_units, e.unit, (0, e.hits));
                 }
             }
         }
@@ -1014,9 +1050,6 @@ impl Oracle {
     /// Adds the coming window's weight of the units in the fast tier and of all to
     /// the prediction, and clears the marks.
     fn predict(&mut self) {
-        for u in self.hit_units.drain(..) {
-            self.hits[u as usize] = (0, 0);
-        }
         for &u in &self.near {
             let w = std::mem::take(&mut self.window[u as usize]);
             self.predicted.1 += w;
@@ -1035,6 +1068,9 @@ impl Oracle {
         let busy_ns = now.saturating_sub(self.last_decision) * 1000 / self.freq_mhz;
         self.last_decision = now;
         horizons.advance(&self.future, &self.done);
+        if let Some(reuse) = self.reuse.as_mut() {
+            reuse.advance(&self.future, &self.done);
+        }
         self.gather_near();
         self.prev.clone_from(&self.done);
         self.measure();
@@ -1053,7 +1089,7 @@ impl Oracle {
                 }
             });
             let mut cands: Vec<Candidate> = outside.drain(..).map(|p| self.page_candidate(u, p, true)).collect();
-            if !mapped && !self.planned[u as usize] {
+            if !mapped && !self.planned[u as usize] && unit_frames == 1 {
                 cands.push(self.untouched(u, true));
             }
             if !cands.is_empty() {
@@ -1083,7 +1119,10 @@ impl Oracle {
         }
         let planned = &self.planned;
         self.planned_list.retain(|&u| planned[u as usize]);
-        for i in 0..self.planned_list.len() {
+        // Untouched base pages are born where the plan says. Not huge ones: one planned
+        // in may find no huge frame free whole and be born in base pages, and the huge
+        // page it displaced could then never come back (no huge frame to take).
+        for i in 0..self.planned_list.len() * (unit_frames == 1) as usize {
             push(&mut demote, &mut weights, &horizons, unit_frames, self.untouched(self.planned_list[i], false));
         }
         self.pending = self.planned_list.len() as u64 * unit_frames;
@@ -1150,6 +1189,8 @@ impl Policy for Oracle {
             costs: MoveCosts::new(info),
             future,
             horizons: None,
+            reuse: None,
+            llc_lines: info.caches.last().map_or(0, |c| c.size.bytes() / 64 * if c.shared { 1 } else { info.cores as u64 }),
             pacer,
             fast_frames: info.tier(TierId::FAST).frames,
             table_frames: table_frames(info),
@@ -1169,8 +1210,6 @@ impl Policy for Oracle {
             near: Vec::new(),
             mark: Vec::new(),
             window: Vec::new(),
-            hits: Vec::new(),
-            hit_units: Vec::new(),
             moving: Vec::new(),
             achieved: Achieved::new(info),
             moved: [0; 2],
@@ -1192,43 +1231,21 @@ impl Policy for Oracle {
         self.planned = vec![false; units];
         self.mark = vec![AWAY; units];
         self.window = vec![0; units];
-        self.hits = vec![(0, 0); units];
         let mut horizons = Horizons::new(&self.future);
         horizons.advance(&self.future, &self.done);
+        let mut reuse = Reuse::new(&self.future, self.llc_lines);
+        reuse.advance(&self.future, &self.done);
+        self.reuse = Some(reuse);
         self.chosen = vec![0; horizons.levels()];
-        // The static bound's placement, then the swaps that pay from the start: every
-        // unit is untouched, so only their round trips cost.
-        let budget = self.fast_frames.saturating_sub(self.table_frames);
-        let unit_frames = self.unit_frames();
-        self.planned_list = OracleStatic::choose(&self.future, budget);
-        self.gather_near();
-        let (mut weights, mut promote, mut demote) = (Vec::new(), Vec::new(), Vec::new());
-        for i in 0..self.planned_list.len() {
-            let u = self.planned_list[i];
+        // The static bound's placement: the first decision, a period in, leaves it
+        // where that pays, its untouched units at no cost. (Planning births against a
+        // return that the machine may not be able to make — a huge page into a fast
+        // tier whose huge frames the page tables broke — lost to the static bound.)
+        self.planned_list = OracleStatic::choose(&self.future, self.fast_frames.saturating_sub(self.table_frames));
+        for &u in &self.planned_list {
             self.planned[u as usize] = true;
-            push(&mut demote, &mut weights, &horizons, unit_frames, self.untouched(u, false));
         }
-        for n in 0..self.near.len() {
-            let u = self.near[n];
-            if !self.planned[u as usize] {
-                push(&mut promote, &mut weights, &horizons, unit_frames, self.untouched(u, true));
-            }
-        }
-        self.predict();
-        self.predicted = (0, 0);
-        let room = budget.saturating_sub(self.planned_list.len() as u64 * unit_frames);
-        let plan = plan(&promote, &demote, &weights, horizons.levels(), room, u64::MAX);
-        for &(up, i) in &plan.moves {
-            let u = if up { promote[i].unit } else { demote[i].unit };
-            self.planned[u as usize] = up;
-            if up {
-                self.planned_list.push(u);
-            }
-        }
-        if !plan.moves.is_empty() {
-            self.chosen[plan.level] += 1;
-        }
-        self.pending = self.planned_list.iter().filter(|&&u| self.planned[u as usize]).count() as u64 * unit_frames;
+        self.pending = self.planned_list.len() as u64 * self.unit_frames();
         self.horizons = Some(horizons);
         Ok(())
     }
