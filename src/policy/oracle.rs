@@ -409,16 +409,15 @@ impl Future {
 /// in proportion. Each level's boundary only moves forward, so over the whole run
 /// every entry of the record is added once per level.
 pub struct Horizons {
-    /// `ends[level][u]`: `u`'s weight in each core's chunks before its boundary of
-    /// `level`; `before[u]`: in those before its current chunk.
-    ends: Vec<Vec<u64>>,
-    before: Vec<u64>,
-    /// Chunks of each core summed into `ends[level]`, and into `before`.
+    levels: usize,
+    /// A row per unit: its weight in each core's chunks before its boundary of each
+    /// level, then in those before its current chunk, then the part of the current
+    /// chunks already run (one row is read at once).
+    rows: Vec<u64>,
+    /// Chunks of each core summed in each level's column, and in the column before.
     added: Vec<Vec<usize>>,
     added_before: Vec<usize>,
-    /// Per unit, the weight of the current chunks already run; the units that have
-    /// some (to clear them).
-    passed: Vec<u64>,
+    /// The units with some weight in the last column (to clear it).
     passed_units: Vec<u32>,
 }
 
@@ -427,39 +426,33 @@ impl Horizons {
     pub fn new(future: &Future) -> Horizons {
         let longest = (0..future.cores()).map(|c| future.chunks(c)).max().unwrap_or(0).max(1);
         let levels = longest.next_power_of_two().trailing_zeros() as usize + 1;
-        let (units, cores) = (future.units(), future.cores());
-        Horizons {
-            ends: vec![vec![0; units]; levels],
-            before: vec![0; units],
-            added: vec![vec![0; cores]; levels],
-            added_before: vec![0; cores],
-            passed: vec![0; units],
-            passed_units: Vec::new(),
-        }
+        let cores = future.cores();
+        Horizons { levels, rows: vec![0; future.units() * (levels + 2)], added: vec![vec![0; cores]; levels], added_before: vec![0; cores], passed_units: Vec::new() }
     }
 
     /// Horizons: 1, 2, 4, … chunks, the last one past the end of the run.
     pub fn levels(&self) -> usize {
-        self.ends.len()
+        self.levels
     }
 
     /// Moves to the position where core `c` has made `done[c]` references (never
     /// fewer than at the last call; a core missing from `done` has made none).
     pub fn advance(&mut self, future: &Future, done: &[u64]) {
+        let (width, before, passed) = (self.levels + 2, self.levels, self.levels + 1);
         for u in self.passed_units.drain(..) {
-            self.passed[u as usize] = 0;
+            self.rows[u as usize * width + passed] = 0;
         }
         for core in 0..future.cores() {
             let at = done.get(core).copied().unwrap_or(0);
             let (k, n) = ((at / future.chunk_refs) as usize, future.chunks(core));
-            add_chunks(future, core, &mut self.before, &mut self.added_before[core], k.min(n));
-            for (level, ends) in self.ends.iter_mut().enumerate() {
-                add_chunks(future, core, ends, &mut self.added[level][core], (k + (1 << level)).min(n));
+            add_chunks(future, core, &mut self.rows, width, before, &mut self.added_before[core], k.min(n));
+            for level in 0..self.levels {
+                add_chunks(future, core, &mut self.rows, width, level, &mut self.added[level][core], (k + (1 << level)).min(n));
             }
             let (size, run) = (future.chunk_len(core, k), at - k as u64 * future.chunk_refs);
             for e in future.chunk(core, k) {
                 self.passed_units.push(e.unit);
-                self.passed[e.unit as usize] += e.weight as u64 * run / size;
+                self.rows[e.unit as usize * width + passed] += e.weight as u64 * run / size;
             }
         }
     }
@@ -467,8 +460,20 @@ impl Horizons {
     /// Weight of unit `u` from the current position to the boundary of `level`.
     #[inline]
     pub fn weight(&self, u: u32, level: usize) -> u64 {
-        let u = u as usize;
-        (self.ends[level][u] - self.before[u]).saturating_sub(self.passed[u])
+        let row = &self.rows[u as usize * (self.levels + 2)..][..self.levels + 2];
+        (row[level] - row[self.levels]).saturating_sub(row[self.levels + 1])
+    }
+
+    /// Appends unit `u`'s weights over every level to `out`, times `share`.
+    pub fn extend(&self, u: u32, share: (u64, u64), out: &mut Vec<u64>) {
+        let row = &self.rows[u as usize * (self.levels + 2)..][..self.levels + 2];
+        let (before, passed) = (row[self.levels], row[self.levels + 1]);
+        let w = row[..self.levels].iter().map(|&end| (end - before).saturating_sub(passed));
+        if share.0 == share.1 {
+            out.extend(w);
+        } else {
+            out.extend(w.map(|x| x * share.0 / share.1));
+        }
     }
 }
 
@@ -526,11 +531,12 @@ impl Reuse {
     }
 }
 
-/// Adds the entries of core `core`'s chunks from `*added` up to `to` into `sums`.
-fn add_chunks(future: &Future, core: usize, sums: &mut [u64], added: &mut usize, to: usize) {
+/// Adds the entries of core `core`'s chunks from `*added` up to `to` into column
+/// `column` of `rows` (rows of `width`, one per unit).
+fn add_chunks(future: &Future, core: usize, rows: &mut [u64], width: usize, column: usize, added: &mut usize, to: usize) {
     while *added < to {
         for e in future.chunk(core, *added) {
-            sums[e.unit as usize] += e.weight as u64;
+            rows[e.unit as usize * width + column] += e.weight as u64;
         }
         *added += 1;
     }
@@ -606,37 +612,62 @@ pub fn plan(promote: &[Candidate], demote: &[Candidate], weights: &[u64], levels
     let last = levels.saturating_sub(1);
     let rest = |c: &Candidate, level: usize| w(c, last).saturating_sub(w(c, level)) as i128;
     // What a page is worth in the fast tier, net of its move: its weight less the
-    // move's cost to bring it in, plus that cost to put it out; per base frame, to
-    // rank pages of both sizes on one scale.
+    // move's cost to bring it in, plus that cost to put it out; per base frame (in
+    // frames of the largest candidate), to rank pages of both sizes on one scale.
+    let most = promote.iter().chain(demote).map(|c| c.frames).max().unwrap_or(1).max(1);
     let density = |c: &Candidate, level: usize, inside: bool| {
         let worth = if inside { w(c, level) + c.cost } else { w(c, level).saturating_sub(c.cost) };
-        ((worth as u128) << 32) / c.frames.max(1) as u128
+        worth.saturating_mul(most / c.frames.max(1))
     };
     let order = |c: &Candidate| (c.unit, c.page.map_or(0, |p| p.addr));
+    // The thread makes at most this many moves before the next decision; four times
+    // as many candidates to promote are looked at (the best), which leaves room for
+    // those that do not pay.
+    let fastest = promote.iter().chain(demote).map(|c| c.busy_ns).filter(|&b| b > 0).min().unwrap_or(1);
+    let looked = (busy_ns / fastest).saturating_mul(4).max(64) as usize;
     let mut best = Plan::default();
-    let mut taken = vec![false; demote.len()];
+    // The pages to put out, ranked over every horizon in one pass over the table.
+    let n = demote.len();
+    let mut columns = vec![0; n * levels];
+    for (i, d) in demote.iter().enumerate() {
+        for level in 0..levels {
+            columns[level * n + i] = density(d, level, true);
+        }
+    }
+    let (mut taken, mut all, mut huge_pages) = (vec![false; n], Vec::new(), Vec::new());
     for level in 0..levels {
         let mut ups: Vec<usize> = (0..promote.len()).filter(|&i| w(&promote[i], level) > promote[i].cost).collect();
         if ups.is_empty() {
             continue;
         }
-        ups.sort_unstable_by_key(|&i| (std::cmp::Reverse(density(&promote[i], level, false)), order(&promote[i])));
+        let best_first = |a: &usize, b: &usize| density(&promote[*b], level, false).cmp(&density(&promote[*a], level, false)).then_with(|| order(&promote[*a]).cmp(&order(&promote[*b])));
+        if ups.len() > looked {
+            ups.select_nth_unstable_by(looked - 1, best_first);
+            ups.truncate(looked);
+        }
+        ups.sort_unstable_by(best_first);
         // The coldest pages per frame over this horizon, as many as the promotions
         // could displace: any page makes room for a base page, only a huge one (or a
         // unit not touched yet) for a huge page, which needs a huge frame free whole.
-        let coldest = |i: &usize| (density(&demote[*i], level, true), order(&demote[*i]));
-        let coldest_of = |mut list: Vec<usize>, keep: u64| {
+        let keys = &columns[level * n..][..n];
+        let coldest = |a: &usize, b: &usize| keys[*a].cmp(&keys[*b]).then_with(|| order(&demote[*a]).cmp(&order(&demote[*b])));
+        let coldest_of = |list: &mut Vec<usize>, keep: u64| {
             let keep = keep.min(list.len() as u64) as usize;
             if keep > 0 && keep < list.len() {
-                list.select_nth_unstable_by_key(keep - 1, coldest);
+                list.select_nth_unstable_by(keep - 1, coldest);
             }
             list.truncate(keep);
-            list.sort_unstable_by_key(coldest);
-            list
+            list.sort_unstable_by(coldest);
         };
         let frames: u64 = ups.iter().map(|&i| promote[i].frames).sum();
         let huge = ups.iter().filter(|&&i| promote[i].frames > 1).count() as u64;
-        let lists = [coldest_of((0..demote.len()).collect(), frames), coldest_of((0..demote.len()).filter(|&i| demote[i].frames > 1).collect(), huge)];
+        all.clear();
+        all.extend(0..demote.len());
+        huge_pages.clear();
+        huge_pages.extend((0..demote.len()).filter(|&i| demote[i].frames > 1));
+        coldest_of(&mut all, frames);
+        coldest_of(&mut huge_pages, huge);
+        let lists = [&all, &huge_pages];
         let (mut next, mut exhausted) = ([0; 2], [false; 2]);
         let (mut free, mut busy, mut gain, mut moves, mut displaced) = (room, 0, 0, Vec::new(), Vec::new());
         for &i in &ups {
@@ -648,7 +679,7 @@ pub fn plan(promote: &[Candidate], demote: &[Candidate], weights: &[u64], levels
             if exhausted[kind] {
                 continue;
             }
-            let (list, mut j, mut r, mut b) = (&lists[kind], next[kind], free, p.busy_ns);
+            let (list, mut j, mut r, mut b) = (lists[kind], next[kind], free, p.busy_ns);
             let (mut g, mut back, mut after, mut now) = (w(p, level) as i128 - p.cost as i128, p.back as i128, -rest(p, level), 0);
             displaced.clear();
             while r < p.frames && j < list.len() {
@@ -904,6 +935,9 @@ pub struct Oracle {
     window: Vec<u64>,
     /// The moves of the job under way.
     moving: Vec<TierId>,
+    /// A decision's weights table, candidates and fast pages, kept between decisions
+    /// for their room.
+    buffers: (Vec<u64>, Vec<Candidate>, Vec<Candidate>, Vec<PageInfo>),
     achieved: Achieved,
     moved: [u64; 2],
     refused: u64,
@@ -938,9 +972,8 @@ impl Observer for Oracle {
 /// Appends `c` to `list`, with its weights over every horizon in the table: its
 /// unit's, in the share of the unit its frames are.
 fn push(list: &mut Vec<Candidate>, weights: &mut Vec<u64>, horizons: &Horizons, unit_frames: u64, mut c: Candidate) {
-    let levels = horizons.levels();
-    c.row = weights.len() / levels;
-    weights.extend((0..levels).map(|level| horizons.weight(c.unit, level) * c.frames / unit_frames));
+    c.row = weights.len() / horizons.levels();
+    horizons.extend(c.unit, (c.frames, unit_frames), weights);
     list.push(c);
 }
 
@@ -1080,7 +1113,9 @@ impl Oracle {
         let (levels, unit_frames) = (horizons.levels(), self.unit_frames());
         // Outside the fast tier: the coming chunks' pages there, and their untouched
         // units the plan leaves out; only those that could repay their own move.
-        let (mut weights, mut promote, mut demote, mut outside) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut weights, mut promote, mut demote, mut fast) = std::mem::take(&mut self.buffers);
+        (weights.clear(), promote.clear(), demote.clear(), fast.clear());
+        let mut outside = Vec::new();
         for n in 0..self.near.len() {
             let u = self.near[n];
             let mapped = self.unit_pages(mech, u, |p| {
@@ -1088,33 +1123,40 @@ impl Oracle {
                     outside.push(p);
                 }
             });
-            let mut cands: Vec<Candidate> = outside.drain(..).map(|p| self.page_candidate(u, p, true)).collect();
-            if !mapped && !self.planned[u as usize] && unit_frames == 1 {
-                cands.push(self.untouched(u, true));
-            }
-            if !cands.is_empty() {
+            let untouched = (!mapped && !self.planned[u as usize] && unit_frames == 1).then(|| self.untouched(u, true));
+            if !outside.is_empty() || untouched.is_some() {
                 self.mark[u as usize] = OUT;
             }
             let whole = horizons.weight(u, levels - 1);
-            for c in cands.into_iter().filter(|c| whole * c.frames / unit_frames > c.cost) {
-                push(&mut promote, &mut weights, &horizons, unit_frames, c);
+            for c in outside.drain(..).map(|p| self.page_candidate(u, p, true)).chain(untouched) {
+                if whole * c.frames / unit_frames > c.cost {
+                    push(&mut promote, &mut weights, &horizons, unit_frames, c);
+                }
             }
         }
         if promote.is_empty() {
             self.predict();
             self.horizons = Some(horizons);
+            self.buffers = (weights, promote, demote, fast);
             return;
         }
-        // Inside: every fast page, and the untouched units the plan puts there.
-        let mut fast = Vec::new();
+        // Inside: every fast page, and the untouched units the plan puts there; those
+        // that weigh more in the coming window than any page to promote cannot be
+        // displaced ([`plan`]).
+        let most = promote.iter().map(|c| c.now).max().unwrap_or(0);
         mech.pages(Scope::All, |p| {
             if p.tier == TierId::FAST {
                 fast.push(p);
             }
         });
-        for p in fast {
-            if let Some(u) = self.unit_of(&p) {
-                push(&mut demote, &mut weights, &horizons, unit_frames, self.page_candidate(u, p, false));
+        // In unit order, so that the per-unit tables are read as streams.
+        let mut units: Vec<(u32, usize)> = (0..fast.len()).filter_map(|i| Some((self.unit_of(&fast[i])?, i))).collect();
+        units.sort_unstable();
+        let mut inside = Vec::new();
+        for (u, i) in units {
+            let p = fast[i];
+            if self.window[u as usize] * p.base_pages() / unit_frames <= most {
+                inside.push(self.page_candidate(u, p, false));
             }
         }
         let planned = &self.planned;
@@ -1123,7 +1165,13 @@ impl Oracle {
         // in may find no huge frame free whole and be born in base pages, and the huge
         // page it displaced could then never come back (no huge frame to take).
         for i in 0..self.planned_list.len() * (unit_frames == 1) as usize {
-            push(&mut demote, &mut weights, &horizons, unit_frames, self.untouched(self.planned_list[i], false));
+            let u = self.planned_list[i];
+            if self.window[u as usize] <= most {
+                inside.push(self.untouched(u, false));
+            }
+        }
+        for c in inside {
+            push(&mut demote, &mut weights, &horizons, unit_frames, c);
         }
         self.pending = self.planned_list.len() as u64 * unit_frames;
         let room = free.saturating_sub(self.pending + self.tables_left);
@@ -1162,6 +1210,7 @@ impl Oracle {
         }
         self.predict();
         self.horizons = Some(horizons);
+        self.buffers = (weights, promote, demote, fast);
     }
 }
 
@@ -1211,6 +1260,7 @@ impl Policy for Oracle {
             mark: Vec::new(),
             window: Vec::new(),
             moving: Vec::new(),
+            buffers: Default::default(),
             achieved: Achieved::new(info),
             moved: [0; 2],
             refused: 0,
