@@ -36,7 +36,7 @@ fn main() -> anyhow::Result<()> {
     let mut records = 0u64;
     let mut detected = Format::Native;
     for _ in 0..RUNS {
-        let mut o = open(path, &OpenOptions { format, skip_malformed: false, thread: None })?;
+        let mut o = open(path, &OpenOptions { format, ..OpenOptions::default() })?;
         detected = o.format;
         let mut buf = Vec::with_capacity(4096);
         let (mut n, mut sum) = (0u64, 0u64);

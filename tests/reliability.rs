@@ -470,3 +470,82 @@ fn messages_name_the_option_and_say_what_is_wrong() {
     let help = ok(&["run", "--help"]);
     assert!(help.contains("Sizes are binary everywhere: 1KB = 1KiB = 1024 bytes, 1GB = 1GiB"), "{help}");
 }
+
+/// Issue 39 §4: the same trace replayed by two cores of one tenant touches the same
+/// pages there, so the footprint (and a share such as "25%" of it) counts them once,
+/// and a note says so; in two tenants it is the sum, and the summary says so.
+#[test]
+fn a_trace_replayed_twice_in_one_tenant_counts_its_pages_once() {
+    let dir = fresh_dir("twice");
+    let t = data("true.tsim");
+    let (one, same, apart) = (dir.join("one.json"), dir.join("same.json"), dir.join("apart.json"));
+    let quarter = "machine.tiers.fast.capacity=\"25%\"";
+    ok(&["run", "--trace", &t, "--set", quarter, "--json", s(&one)]);
+    let text = ok(&["run", "--trace", &t, "--trace", &t, "--tenant", "0", "--tenant", "0", "--set", quarter, "--json", s(&same)]);
+    let bytes = json(&one)["footprint_bytes"].as_u64().unwrap();
+    assert_eq!(json(&same)["footprint_bytes"].as_u64().unwrap(), bytes);
+    assert!(text.contains("\"25%\" of the 308.0 KiB footprint is 77.0 KiB"), "{text}");
+    let note = format!("trace {t} is replayed by cores 0, 1 in one address space (tenant 0): its pages count once in the footprint");
+    assert!(text.contains(&format!("note              {note}\n")), "{text}");
+    assert!(json(&same)["notes"].as_array().unwrap().iter().any(|n| n == &note.as_str()));
+    let text = ok(&["run", "--trace", &t, "--trace", &t, "--set", quarter, "--json", s(&apart)]);
+    assert_eq!(json(&apart)["footprint_bytes"].as_u64().unwrap(), 2 * bytes);
+    assert!(text.contains("footprint         0.60 MiB measured from the traces, the sum of 2 tenants' address spaces\n"), "{text}");
+    assert!(!text.contains("count once"), "{text}");
+}
+
+/// Issue 39 §4: a footprint larger than all tiers is refused before the workloads are
+/// built (a mix of 16 programs waited 96 s to be told), naming the footprint, the
+/// tiers' total and the capacities to raise; all-slow still names its own need.
+#[test]
+fn a_footprint_larger_than_the_tiers_is_refused_before_the_workloads_are_built() {
+    let mix = "graph-bfs,pagerank,kv,spmv-cg,graph-bfs,pagerank,kv,spmv-cg";
+    let tiers = ["--set", "machine.tiers.fast.capacity=\"64MiB\"", "--set", "machine.tiers.slow.capacity=\"512MiB\""];
+    let started = Instant::now();
+    let err = bad(&[&["run", "--mix", mix, "--footprint", "1GiB", "--refs", "1000"][..], &tiers].concat(), "is larger than all tiers together (576MiB); raise machine.tiers.fast.capacity or machine.tiers.slow.capacity (together they lack ");
+    assert!(started.elapsed() < Duration::from_secs(1), "refused after {:?}: {err}", started.elapsed());
+    assert!(err.starts_with("tiersim: machine.tiers: the footprint ("), "{err}");
+    bad(&[&["run", "--policy", "all-slow", "--mix", mix, "--footprint", "1GiB"][..], &tiers].concat(), "policy all-slow: the footprint");
+}
+
+/// Issue 39 §4: `--refs` beyond a trace's length replays it once, to its end, and
+/// says so in every mode.
+#[test]
+fn refs_beyond_a_trace_are_noted_in_every_mode() {
+    let dir = fresh_dir("short");
+    let t = data("true.tsim");
+    let json_path = dir.join("r.json");
+    let note = format!("--refs 100000: trace {t} holds only 41315 references; core 0 replayed it once, to its end, and stopped there (a trace is not repeated)");
+    for mode in ["detailed", "sampled", "epochs"] {
+        let text = ok(&["run", "--trace", &t, "--refs", "100000", "--mode", mode, "--json", s(&json_path)]);
+        assert!(text.contains(&format!("note              {note}\n")), "{mode}: {text}");
+        let v = json(&json_path);
+        assert_eq!(v["summary"]["references"], 41315, "{mode}");
+        assert!(v["notes"].as_array().unwrap().iter().any(|n| n == &note.as_str()), "{mode}");
+        let text = ok(&["run", "--trace", &t, "--refs", "41315", "--mode", mode]);
+        assert!(!text.contains("holds only"), "{mode}: {text}");
+    }
+}
+
+/// Issue 39 §4: a text trace's address beyond the page tables is reported by file and
+/// line (it was by record number), also with --skip-malformed; 5-level page tables
+/// take it.
+#[test]
+fn an_address_beyond_the_page_tables_names_the_line() {
+    let dir = fresh_dir("reach");
+    let lk = dir.join("big.lk");
+    std::fs::write(&lk, "I  04000000,3\n L 1ffefff8a0,8\nI  04000003,3\n S 1000000000000,8\n").unwrap();
+    let says = format!(
+        "tiersim: {}:4: address 0x1000000000000 is beyond the 48-bit virtual address space of 4-level page tables; rerun with --set machine.page_table.levels=5 ( S 1000000000000,8)",
+        s(&lk)
+    );
+    assert_eq!(bad(&["run", "--trace", s(&lk)], &says).trim_end(), says);
+    bad(&["run", "--trace", s(&lk), "--skip-malformed"], &says);
+    let pin = dir.join("big.out");
+    std::fs::write(&pin, "0x40: R 0x1000\n0x44: W 0x2000000000000\n#eof\n").unwrap();
+    bad(&["run", "--trace", s(&pin)], &format!("{}:2: address 0x2000000000000 is beyond the 48-bit", s(&pin)));
+    let ram = dir.join("big.ram");
+    std::fs::write(&ram, "LD 0x1000\nST 0x1000\nLD 0xfff000000000\nST 0x1000000000040\n").unwrap();
+    bad(&["run", "--trace", s(&ram), "--format", "ramulator2"], &format!("{}:4: address 0x1000000000040 is beyond", s(&ram)));
+    ok(&["run", "--trace", s(&lk), "--set", "machine.page_table.levels=5"]);
+}

@@ -262,3 +262,80 @@ fn a_store_becomes_one_html_page() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("empty.db: not a tiersim sweep store"), "{}", text(&out));
 }
+
+/// The number before `word` in a sweep's summary line (`… 3 run now …`).
+fn count_before(out: &str, word: &str) -> usize {
+    let at = out.find(word).unwrap_or_else(|| panic!("`{word}` not in {out}"));
+    out[..at].trim_end().rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// Issue 39 §4: three sweeps of one spec started at once on a new store all make or
+/// find the store, share the runs out through their claims (each run simulated once:
+/// the runs each did add up to the grid) and end with the whole grid stored.
+#[test]
+fn sweeps_started_at_once_share_the_runs() {
+    let dir = Scratch::new("sweep");
+    let db = dir.file("together.db");
+    let mut args = vec!["sweep", "--db", &db, "-j", "1"];
+    args.extend_from_slice(BASE);
+    args.extend(["--axis", "policy=first-touch,tpp,lru", "--axis", "seed=1,2"]);
+    let children: Vec<_> = (0..3).map(|_| Command::new(env!("CARGO_BIN_EXE_tiersim")).args(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()).collect();
+    let outs: Vec<_> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    let mut simulated = 0;
+    for out in &outs {
+        assert!(out.status.success(), "{}", text(out));
+        simulated += count_before(&text(out), "run now");
+    }
+    assert_eq!(simulated, 6, "each run simulated once: {:?}", outs.iter().map(text).collect::<Vec<_>>());
+    let stored = rows(&db);
+    assert_eq!(stored.len(), 6);
+    assert!(stored.iter().all(|r| r.1 == "ok"));
+    let claims: i64 = Connection::open(&db).unwrap().query_row("SELECT count(*) FROM claims", [], |r| r.get(0)).unwrap();
+    assert_eq!(claims, 0, "every claim released");
+}
+
+/// This machine's host name, as the store's claims carry it.
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname(2) writes at most `buf.len()` bytes into the buffer.
+    assert_eq!(unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) }, 0);
+    String::from_utf8_lossy(&buf[..buf.iter().position(|&b| b == 0).unwrap()]).into_owned()
+}
+
+/// Issue 39 §4: a run claimed by a process that is gone, or by one that has not beaten
+/// for a minute, is simulated; one claimed by a live sweep is waited for, and found
+/// done when that sweep records it.
+#[test]
+fn claims_of_gone_sweeps_are_taken_over_and_live_ones_waited_for() {
+    let dir = Scratch::new("sweep");
+    let db = dir.file("claims.db");
+    let axes = ["--axis", "policy=first-touch,tpp"];
+    assert!(sweep(&db, &axes).status.success());
+    let c = Connection::open(&db).unwrap();
+    let key: String = c.query_row("SELECT key FROM runs WHERE policy = 'tpp'", [], |r| r.get(0)).unwrap();
+    let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    let claim = |pid: u32, beat: f64| {
+        c.execute("DELETE FROM runs WHERE key = ?1", [&key]).unwrap();
+        c.execute("INSERT INTO claims VALUES ('sweep', ?1, ?2, ?3, ?4)", rusqlite::params![key, host_name(), pid, beat]).unwrap();
+    };
+    let mut gone = Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    for (pid, beat) in [(gone.id(), now()), (std::process::id(), now() - 120.0)] {
+        claim(pid, beat);
+        let out = sweep(&db, &axes);
+        assert!(text(&out).contains("1 already there, 1 run now (0 failed) in"), "pid {pid}: {}", text(&out));
+    }
+    // A live claim: the sweep waits, and finds the run done when its holder records it.
+    c.execute("CREATE TABLE held AS SELECT * FROM runs WHERE key = ?1", [&key]).unwrap();
+    claim(std::process::id(), now());
+    let mut args = vec!["sweep".to_string(), "--db".into(), db.clone()];
+    args.extend(BASE.iter().chain(&axes).map(|s| s.to_string()));
+    let child = Command::new(env!("CARGO_BIN_EXE_tiersim")).args(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    c.execute("INSERT INTO runs SELECT * FROM held", []).unwrap();
+    c.execute("UPDATE runs SET finished = ?1 WHERE key = ?2", rusqlite::params![now(), key]).unwrap();
+    c.execute("DELETE FROM claims", []).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("1 already there, 0 run now (0 failed), 1 by another sweep at the same time (0 failed) in"), "{}", text(&out));
+}

@@ -30,7 +30,7 @@ fn data(name: &str) -> String {
 }
 
 fn read_all(path: &str, format: Option<Format>) -> Vec<Access> {
-    common::read_all(path, &OpenOptions { format, skip_malformed: false, thread: None })
+    common::read_all(path, &OpenOptions { format, ..OpenOptions::default() })
 }
 
 /// Runs a command that must fail on bad input: exit code 2 and one line containing `needle`.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +56,28 @@ def test_bad_options_raise_value_error_naming_them(options: dict[str, Any], mess
 def test_a_run_that_fails_raises_run_error(bad_trace: Path) -> None:
     with pytest.raises(tiersim.RunError, match="bad.lk:51: not a lackey line"):
         tiersim.run(trace=str(bad_trace), format="lackey")
+
+
+def test_arguments_of_the_wrong_kind_raise_naming_them() -> None:
+    with pytest.raises(ValueError, match=r"^tiersim.run\(\) refs: 1180591620717411303424 is too large: whole numbers must fit 64 bits"):
+        tiersim.run(**{**RUN, "refs": 2**70})
+    with pytest.raises(ValueError, match=r"^tiersim.run\(\) set.engine.epoch_cycles: 1267650600228229401496703205376 is too large"):
+        tiersim.run(**RUN, sets={"engine.epoch_cycles": 2**100})
+    with pytest.raises(TypeError, match=r"^tiersim.run\(\) sets: expected a dict of configuration keys and values, .* got a list"):
+        tiersim.run(**RUN, sets=["machine.tiers.fast.capacity=25%"])
+
+
+def test_a_report_file_cut_short_or_of_another_kind_is_refused_naming_it(tmp_path: Path) -> None:
+    whole = json.dumps({"policy": "tpp", "summary": {"cycles": 1, "ipc": 1.0}})
+    cut = tmp_path / "cut.json"
+    cut.write_text(whole[: len(whole) // 2])
+    with pytest.raises(ValueError, match=r"cut\.json: not a whole JSON report: .* at line 1, column \d+ \(a file cut short\?\)"):
+        tiersim.Report.from_json(cut)
+    listed = tmp_path / "compare.json"
+    listed.write_text(f"[{whole}, {whole}]")
+    with pytest.raises(ValueError, match=r"compare\.json: not one run's report: a list of 2 reports"):
+        tiersim.Report.from_json(listed)
+    binary = tmp_path / "trace.json"
+    binary.write_bytes(b"\xff\xfe\x00TSIM")
+    with pytest.raises(ValueError, match=r"trace\.json: not a JSON report \(not UTF-8 text\)"):
+        tiersim.Report.from_json(binary)

@@ -124,3 +124,25 @@ def test_python_m_tiersim_sweep_runs_a_spec_and_reports_like_the_cli(tmp_path: P
     wrong = subprocess.run([sys.executable, "-m", "tiersim", "sweep", str(tmp_path / "none.toml")], capture_output=True, text=True, timeout=60)
     assert (wrong.returncode, wrong.stderr) == (2, f"tiersim: {tmp_path / 'none.toml'}: no such spec file\n")
 
+
+
+def test_bad_arguments_raise_naming_them_before_the_store_is_touched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "a.db"
+    huge = small_grid()
+    huge["run"]["refs"] = 2**70
+    for call, error, message in [
+        (lambda: tiersim.sweep(small_grid(), db=db, jobs="2"), TypeError, "jobs: expected a whole number of runs at a time, got '2'"),
+        (lambda: tiersim.sweep(small_grid(), db=db, jobs=0), ValueError, "jobs: must be at least 1, got 0"),
+        (lambda: tiersim.sweep(small_grid(), db=db, client=5), TypeError, "client: expected a dask.distributed.Client, got 5"),
+        (lambda: tiersim.sweep(huge, db=db), ValueError, "grid run.refs: 1180591620717411303424 is too large"),
+    ]:
+        with pytest.raises(error) as e:
+            call()
+        assert str(e.value).startswith(message)
+    assert not db.exists(), "the store is not touched"
+    # A dict grid without a store is refused, as `tiersim sweep` without a spec or --db.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="db: needed when the grid is a dict without `db`"):
+        tiersim.sweep(small_grid())
+    assert list(tmp_path.iterdir()) == []
+    assert tiersim.sweep({**small_grid(), "db": str(tmp_path / "named.db")}).attrs["db"] == str(tmp_path / "named.db")

@@ -15,20 +15,29 @@ from numbers import Integral, Real
 from typing import Any
 
 
-def dumps(table: Mapping[str, Any]) -> str:
+#: The range of a TOML integer (64-bit signed).
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+
+
+def dumps(table: Mapping[str, Any], origin: str = "grid", section_names: bool = True) -> str:
     """Returns ``table`` as TOML: its plain values first, then one ``[section]`` per
-    value that is itself a mapping (whose own mappings become inline tables)."""
+    value that is itself a mapping (whose own mappings become inline tables).
+
+    A value TOML cannot hold raises ``TypeError`` or ``ValueError`` naming ``origin``
+    and the value's key, with its section unless not ``section_names`` (a single
+    run's options, whose one section the caller never wrote)."""
     lines = []
     sections = []
     for key, value in table.items():
         if isinstance(value, Mapping):
             sections.append((key, value))
         else:
-            lines.append(f"{_key(key)} = {_value(value, str(key))}")
+            lines.append(f"{_key(key)} = {_value(value, f'{origin} {key}')}")
     for name, section in sections:
         lines.append(f"[{_key(name)}]")
         for key, value in section.items():
-            lines.append(f"{_key(key)} = {_value(value, f'{name}.{key}')}")
+            at = f"{origin} {name}.{key}" if section_names else f"{origin} {key}"
+            lines.append(f"{_key(key)} = {_value(value, at)}")
     return "\n".join(lines) + "\n"
 
 
@@ -48,6 +57,8 @@ def _value(value: object, at: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, Integral):
+        if not _INT_MIN <= int(value) <= _INT_MAX:
+            raise ValueError(f"{at}: {int(value)} is too large: whole numbers must fit 64 bits (at most 2**63 - 1)")
         return str(int(value))
     if isinstance(value, Real):
         return repr(float(value))
@@ -60,4 +71,4 @@ def _value(value: object, at: str) -> str:
         return "{ " + items + " }" if items else "{}"
     if isinstance(value, (list, tuple, range)):
         return "[" + ", ".join(_value(v, at) for v in value) + "]"
-    raise TypeError(f"grid {at}: cannot use a {type(value).__name__} as a value (use strings, numbers, booleans, lists and dicts)")
+    raise TypeError(f"{at}: cannot use a {type(value).__name__} as a value (use strings, numbers, booleans, lists and dicts)")

@@ -31,9 +31,20 @@ class Report:
 
     @classmethod
     def from_json(cls, path: PathLike) -> Report:
-        """Reads the report that ``tiersim run --json PATH`` wrote."""
+        """Reads the report that ``tiersim run --json PATH`` wrote. Raises
+        ``ValueError`` naming the file when it is not one run's JSON report (cut
+        short, not JSON, or ``compare``'s list of reports)."""
         with open(path, encoding="utf-8") as f:
-            return cls(json.load(f))
+            try:
+                raw = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{os.fspath(path)}: not a whole JSON report: {e.msg} at line {e.lineno}, column {e.colno} (a file cut short?)") from None
+            except UnicodeDecodeError:
+                raise ValueError(f"{os.fspath(path)}: not a JSON report (not UTF-8 text)") from None
+        if not isinstance(raw, dict) or "summary" not in raw:
+            what = f"a list of {len(raw)} reports (`tiersim compare --json`); read one with Report(raw[i])" if isinstance(raw, list) else "JSON without a `summary`"
+            raise ValueError(f"{os.fspath(path)}: not one run's report: {what}")
+        return cls(raw)
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -95,9 +106,11 @@ def run(
     given = {"policy": policy, "workload": workload, "footprint": footprint, "refs": refs, "seed": seed, "preset": preset, "mode": mode}
     options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     options.update(more)
+    if sets is not None and not isinstance(sets, Mapping):
+        raise TypeError(f"tiersim.run() sets: expected a dict of configuration keys and values, e.g. {{'machine.tiers.fast.capacity': '25%'}}, got a {type(sets).__name__}")
     if sets:
         options["set"] = dict(sets)
-    key = _native.run_options(dumps({"run": options}), "tiersim.run()")
+    key = _native.run_options(dumps({"run": options}, "tiersim.run()", section_names=False), "tiersim.run()")
     return Report(json.loads(run_interruptibly(key)))
 
 

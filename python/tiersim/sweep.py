@@ -91,8 +91,9 @@ def sweep(
     (also ``name``, ``baseline``, ``db``, and ``run.set`` for configuration keys
     shared by every run), or the path of a spec file. The axes are crossed, the first
     outermost. ``db`` defaults to the spec's ``db``, then to the spec file's path with
-    ``.db``, then to ``sweep.db``; ``name`` to the spec's name, its file's stem, or
-    ``sweep``; ``baseline`` and ``name`` given here replace the spec's.
+    ``.db``; a dict grid without ``db`` is refused, as ``tiersim sweep`` refuses a
+    sweep without a spec file or ``--db``. ``name`` defaults to the spec's name, its
+    file's stem, or ``sweep``; ``baseline`` and ``name`` given here replace the spec's.
 
     Runs go ``jobs`` at a time on local threads (default: the usable cores), or, when
     ``client`` is a ``dask.distributed.Client``, as tasks on its cluster (``jobs``
@@ -103,15 +104,23 @@ def sweep(
     standard error.
 
     Raises ``ValueError`` naming the axis, key, policy or preset when the grid is
-    wrong, before any run starts and before the store is touched, and
-    :class:`tiersim.StoreError` when ``db`` is not a tiersim store of this schema.
+    wrong, ``TypeError`` naming ``jobs`` or ``client`` when they are not a whole
+    number or a Dask client, all before any run starts and before the store is
+    touched, and :class:`tiersim.StoreError` when ``db`` is not a tiersim store of
+    this schema.
     The returned frame's ``attrs`` hold ``db`` (the store's path), ``total``,
     ``already`` (finished before), ``ran`` and ``failed`` (of the runs done now).
     """
-    checked = checked_grid(grid, name, baseline)
-    path = Path(db) if db is not None else Path(checked.db) if checked.db is not None else Path("sweep.db")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int)):
+        raise TypeError(f"jobs: expected a whole number of runs at a time, got {jobs!r}")
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs: must be at least 1, got {jobs}")
+    if client is not None and not callable(getattr(client, "submit", None)):
+        raise TypeError(f"client: expected a dask.distributed.Client, got {client!r}")
+    checked = checked_grid(grid, name, baseline)
+    if db is None and checked.db is None:
+        raise ValueError("db: needed when the grid is a dict without `db` (as `tiersim sweep` needs --db without a spec file), e.g. tiersim.sweep(grid, db=\"results.db\")")
+    path = Path(db) if db is not None else Path(checked.db)
     store = _native.Store(path, create=True)
     finished = store.begin(checked)
     points: list[Point] = checked.points

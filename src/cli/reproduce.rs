@@ -73,7 +73,7 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
         total += o.total;
         already += o.already;
         left += o.left;
-        failed.extend(o.failed.into_iter().map(|(label, msg)| (format!("{}: {label}", s.name), msg)));
+        failed.extend(o.failed.into_iter().chain(o.failed_elsewhere).map(|(label, msg)| (format!("{}: {label}", s.name), msg)));
         if o.left > 0 {
             break;
         }

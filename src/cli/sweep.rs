@@ -140,8 +140,12 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     progress.finish();
     let o = outcome?;
     let ran = o.finished + o.failed.len();
+    let elsewhere = match o.elsewhere {
+        0 => String::new(),
+        n => format!(", {n} by another sweep at the same time ({} failed)", o.failed_elsewhere.len()),
+    };
     println!(
-        "sweep {}: {} runs in {}: {} already there, {} run now ({} failed) in {}",
+        "sweep {}: {} runs in {}: {} already there, {} run now ({} failed){elsewhere} in {}",
         spec.name,
         o.total,
         db.display(),
@@ -153,16 +157,20 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     for (label, msg) in &o.failed {
         println!("  failed: {label}: {msg}");
     }
+    for (label, msg) in &o.failed_elsewhere {
+        println!("  failed in another sweep: {label}: {msg}");
+    }
     if o.left > 0 {
         return Err(anyhow::Error::new(Interrupted(format!(
             "interrupted: {} runs left; the same command runs only those",
             o.left
         ))));
     }
-    if !o.failed.is_empty() {
+    let failed = o.failed.len() + o.failed_elsewhere.len();
+    if failed > 0 {
         return Err(anyhow::Error::new(RunFailed(format!(
             "{} of {} runs failed; their messages are in {} (status 'failed'), and the same command runs them again",
-            o.failed.len(),
+            failed,
             o.total,
             db.display()
         ))));

@@ -109,7 +109,7 @@ pub struct InspectArgs {
 }
 
 fn open_options(format: &Option<String>, skip_malformed: bool) -> Result<OpenOptions> {
-    Ok(OpenOptions { format: format.as_deref().map(Format::parse).transpose()?, skip_malformed, thread: None })
+    Ok(OpenOptions { format: format.as_deref().map(Format::parse).transpose()?, skip_malformed, ..OpenOptions::default() })
 }
 
 /// Prints what the user should know about an opened trace.
@@ -166,7 +166,7 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
             for slot in cfg.slots()? {
                 match &slot.trace {
                     Some(t) => {
-                        let opts = OpenOptions { format: t.format, skip_malformed: t.skip_malformed, thread: t.thread };
+                        let opts = OpenOptions { format: t.format, skip_malformed: t.skip_malformed, thread: t.thread, page_table_levels: None };
                         let opened = trace::open(&t.path, &opts)?;
                         print_notes(&opened);
                         let retag = (!opened.record_tenants).then_some(slot.tenant);

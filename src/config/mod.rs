@@ -502,7 +502,7 @@ impl Config {
                 // file that cannot be read yet is one core, and the run says why).
                 let threads = match std::path::Path::new(path).is_file() {
                     false => vec![0],
-                    true => crate::trace::threads::threads(path, &OpenOptions { format, skip_malformed: src.skip_malformed, thread: None })?,
+                    true => crate::trace::threads::threads(path, &OpenOptions { format, skip_malformed: src.skip_malformed, ..OpenOptions::default() })?,
                 };
                 for &thread in &threads {
                     let mut t = Table::new();

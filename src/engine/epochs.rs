@@ -565,7 +565,7 @@ impl Driver {
                     if mine.len() > 1 {
                         bail!("engine.mode = \"epochs\": tenant {tenant} replays {} traces; epochs mode profiles one trace per tenant", mine.len());
                     }
-                    let opened = crate::trace::open(&tr.path, &crate::trace::OpenOptions { format: tr.format, skip_malformed: tr.skip_malformed, thread: tr.thread })?;
+                    let opened = crate::trace::open(&tr.path, &crate::trace::OpenOptions { format: tr.format, skip_malformed: tr.skip_malformed, thread: tr.thread, page_table_levels: Some(cfg.machine.page_table.levels) })?;
                     if opened.record_tenants {
                         bail!("{}: its records name their tenants; epochs mode profiles a trace of one tenant", tr.path);
                     }

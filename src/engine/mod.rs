@@ -15,7 +15,8 @@
 //! A core replays either a synthetic workload or a trace. Before the machine is
 //! built, every trace is measured (its native trailer, or one streaming pass) for
 //! its footprint, since tier capacities may be shares of it, and for the tenants its
-//! records name. Trace records come from outside, so each batch is checked once,
+//! records name. A footprint larger than the tiers is refused then, before any
+//! workload is built (graphs take minutes). Trace records come from outside, so each batch is checked once,
 //! by a maximum over it, against the page tables' reach and the run's tenants; the
 //! per-reference loop itself does no checking.
 //!
@@ -197,8 +198,9 @@ struct SlotTrace {
     opts: crate::trace::OpenOptions,
 }
 
-/// Measures every trace slot (footprint, records, tenants).
-fn measure_traces(slots: &[WorkloadSlot], progress: &Progress) -> Result<Vec<Option<SlotTrace>>> {
+/// Measures every trace slot (footprint, records, tenants); a text trace's address
+/// beyond page tables of `levels` levels is refused there, naming its line.
+fn measure_traces(slots: &[WorkloadSlot], levels: u32, progress: &Progress) -> Result<Vec<Option<SlotTrace>>> {
     slots
         .iter()
         .map(|s| {
@@ -208,11 +210,74 @@ fn measure_traces(slots: &[WorkloadSlot], progress: &Progress) -> Result<Vec<Opt
                     "--trace -: a run reads its traces twice (first to measure the footprint), and standard input cannot be read twice; save it to a file (inspect and convert read standard input)"
                 );
             }
-            let opts = crate::trace::OpenOptions { format: t.format, skip_malformed: t.skip_malformed, thread: t.thread };
+            let opts = crate::trace::OpenOptions { format: t.format, skip_malformed: t.skip_malformed, thread: t.thread, page_table_levels: Some(levels) };
             let facts = crate::trace::footprint::measure(&t.path, &opts, t.refs, progress)?;
             Ok(Some(SlotTrace { facts, opts }))
         })
         .collect()
+}
+
+/// The run's footprint: every workload's, and every trace's once per address space,
+/// since cores replaying the same records in one tenant (`--trace T --trace T
+/// --tenant 0 --tenant 0`) touch the same pages there; traces whose records name
+/// their tenants fill those address spaces, whatever the slot's. Returns it with a
+/// note for each trace counted once for several cores.
+fn run_footprint(slots: &[WorkloadSlot], traces: &[Option<SlotTrace>]) -> (u64, Vec<String>) {
+    let mut bytes = 0;
+    // Per replay (file, records, thread, the tenant it fills): its cores.
+    let mut replays: Vec<((&str, Option<u64>, Option<u16>, Option<u16>), Vec<usize>)> = Vec::new();
+    for (s, t) in slots.iter().zip(traces) {
+        let (Some(tr), Some(t)) = (&s.trace, t) else {
+            bytes += s.footprint_bytes;
+            continue;
+        };
+        let key = (tr.path.as_str(), tr.refs, tr.thread, (!t.facts.record_tenants).then_some(s.tenant));
+        match replays.iter_mut().find(|r| r.0 == key) {
+            Some(r) => r.1.push(s.core),
+            None => {
+                bytes += t.facts.footprint_bytes();
+                replays.push((key, vec![s.core]));
+            }
+        }
+    }
+    let notes = replays
+        .iter()
+        .filter(|r| r.1.len() > 1)
+        .map(|((path, _, _, tenant), cores)| {
+            let cores: Vec<String> = cores.iter().map(|c| c.to_string()).collect();
+            let space = tenant.map_or("the tenants its records name".to_string(), |t| format!("tenant {t}"));
+            format!("trace {path} is replayed by cores {} in one address space ({space}): its pages count once in the footprint", cores.join(", "))
+        })
+        .collect();
+    (bytes, notes)
+}
+
+/// A note for each trace shorter than the references asked of it (`--refs N`, or
+/// `refs` of its entry): its core replays it once, to its end, and no further.
+fn short_traces(slots: &[WorkloadSlot], traces: &[Option<SlotTrace>]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (s, t) in slots.iter().zip(traces) {
+        let (Some(tr), Some(t)) = (&s.trace, t) else { continue };
+        let Some(asked) = tr.refs.filter(|&n| n > t.facts.records) else { continue };
+        let thread = tr.thread.map_or(String::new(), |k| format!(" (thread {k})"));
+        notes.push(format!(
+            "--refs {asked}: trace {}{thread} holds only {} references; core {} replayed it once, to its end, and stopped there (a trace is not repeated)",
+            tr.path, t.facts.records, s.core
+        ));
+    }
+    notes
+}
+
+/// Refuses a footprint larger than the tiers before the workloads are built, which
+/// takes minutes for a mix of graphs ([`Machine::new`] checks the same figures
+/// again). A policy that keeps every page in one tier (all-slow, Rainbow) names the
+/// capacity it needs when it sees the plan, so it is asked first, as it is before
+/// the machine is built.
+fn check_room<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, pcfg: &P::Config, build: &Build<R::Spec>) -> Result<()> {
+    let Err(too_small) = MachineInfo::check_room::<R>(&cfg.machine, build) else { return Ok(()) };
+    let info = MachineInfo::plan::<R>(&cfg.machine, build).map_err(|e| in_policy(name, e))?;
+    P::new(pcfg.clone(), &info)?;
+    Err(in_policy(name, too_small))
 }
 
 /// Opens every slot's source on its core, as a run reads it: a trace through its
@@ -267,12 +332,9 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     let setup_started = Instant::now();
     opts.progress.setup();
     let slots = cfg.slots()?;
-    let traces = measure_traces(&slots, &opts.progress)?;
-    let footprint: u64 = slots
-        .iter()
-        .zip(&traces)
-        .map(|(s, t)| t.as_ref().map_or(s.footprint_bytes, |t| t.facts.footprint_bytes()))
-        .sum();
+    let traces = measure_traces(&slots, cfg.machine.page_table.levels, &opts.progress)?;
+    let (footprint, shared_traces) = run_footprint(&slots, &traces);
+    let short_traces = short_traces(&slots, &traces);
     let record_tenants = traces
         .iter()
         .flatten()
@@ -283,7 +345,6 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     let kinds = tenant_kinds(&slots, record_tenants);
     let levels = cfg.machine.page_table.levels;
     let tenants = kinds.len() as u16;
-    let (mut feeds, total_refs) = open_feeds(cfg, &slots, &traces, tenants)?;
     let pcfg = cfg.policy_config::<R, P>(name)?;
     let req = P::requirements(&pcfg);
     let epochs = cfg.engine.mode == Mode::Epochs;
@@ -298,7 +359,7 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     let mut build = Build {
         tenants: kinds,
         footprint,
-        total_refs,
+        total_refs: 0,
         thp: req.page_size.thp(cfg.machine.page_table.thp),
         placement: req.placement,
         fast_holds_footprint: req.fast_tier == FastTier::HoldsFootprint,
@@ -307,6 +368,9 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         verify: opts.verify,
         paper_periods: epochs,
     };
+    check_room::<R, P>(cfg, name, &pcfg, &build)?;
+    let (mut feeds, total_refs) = open_feeds(cfg, &slots, &traces, tenants)?;
+    build.total_refs = total_refs;
     let info = MachineInfo::plan::<R>(&cfg.machine, &build).map_err(|e| in_policy(name, e))?;
     build.fast_reserve = req.fast_reserve.frames(info.tier(TierId::FAST).frames);
     let mut policy = P::new(pcfg, &info)?;
@@ -498,6 +562,8 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     report.sim.setup_seconds = (started - setup_started).as_secs_f64();
     report.sim.foresight_seconds = foresight_seconds;
     report.notes.extend(traces.iter().flatten().filter_map(|t| t.facts.note.clone()));
+    report.notes.extend(shared_traces);
+    report.notes.extend(short_traces);
     report.notes.extend(never_acted(name, &report));
     if cfg.engine.mode == Mode::Sampled {
         if !sampled {

@@ -21,14 +21,16 @@ pub struct PageTableConfig {
     pub thp: bool,
 }
 
+/// Virtual-address bits page tables of `levels` levels translate (4 KiB pages, 9 bits
+/// a level): 48 with 4 levels, 57 with 5.
+pub fn va_bits(levels: u32) -> u32 {
+    12 + 9 * levels
+}
+
 impl PageTableConfig {
     /// Virtual-address bits the page table translates: 48 with 4 levels, 57 with 5.
     pub fn va_bits(&self) -> u32 {
-        if self.levels == 5 {
-            57
-        } else {
-            48
-        }
+        va_bits(self.levels)
     }
 }
 

@@ -208,8 +208,9 @@ struct Capacities {
 /// Resolves every tier's capacity for a build: shares of the footprint rounded up to
 /// huge pages, the fast tier grown for the all-fast bound, the slow tier grown by the
 /// metadata frames the redirection structure reserves when it is a share. (Whether the
-/// footprint fits is checked when the machine is built, after the policy has seen the
-/// plan and could name what it needs.)
+/// footprint fits is checked by [`room`], after the policy has seen the plan and could
+/// name what it needs: when the machine is built, and by a run before it builds its
+/// workloads.)
 fn capacities<R: Redirect>(cfg: &MachineConfig, b: &Build<R::Spec>) -> anyhow::Result<Capacities> {
     let huge_bytes = cfg.page_table.huge_page.bytes();
     let mut bytes = Vec::new();
@@ -244,7 +245,53 @@ fn capacities<R: Redirect>(cfg: &MachineConfig, b: &Build<R::Spec>) -> anyhow::R
     Ok(Capacities { bytes, reserved })
 }
 
+/// Checks that the footprint fits the tiers, less what the redirection structure
+/// reserves, and returns the bytes of the fast tier it reserves. The message names
+/// the footprint, the tiers' total and the capacities to raise.
+fn room<R: Redirect>(cfg: &MachineConfig, b: &Build<R::Spec>, caps: &Capacities) -> anyhow::Result<u64> {
+    let huge_bytes = cfg.page_table.huge_page.bytes();
+    let hide_fast = R::hides_fast_tier(&b.redirect);
+    let fast_reserved = if hide_fast { caps.bytes[0] } else { R::reserved_fast_huge_frames(&b.redirect, caps.bytes[0], huge_bytes) * huge_bytes };
+    if fast_reserved >= caps.bytes[0] && !hide_fast {
+        anyhow::bail!(
+            "machine.tiers.fast.capacity: {} cannot hold the {} the machine's redirection structure reserves in it",
+            Size(caps.bytes[0]),
+            Size(fast_reserved)
+        );
+    }
+    let total: u64 = caps.bytes.iter().sum::<u64>() - (caps.reserved << 12) - fast_reserved;
+    if b.footprint > total {
+        // A fast tier that is the machine's cache holds no pages: only the others help.
+        let first = if hide_fast { 1 } else { 0 };
+        let fields: Vec<String> = (first..caps.bytes.len()).map(|i| format!("{}.capacity", TiersConfig::field(TierId(i as u8)))).collect();
+        anyhow::bail!(
+            "machine.tiers: the footprint ({}) is larger than all tiers together ({}{}); raise {} (together they lack {})",
+            Size(b.footprint),
+            Size(total),
+            if hide_fast {
+                format!(", the fast tier's {} being the machine's cache", Size(fast_reserved))
+            } else if caps.reserved > 0 || fast_reserved > 0 {
+                format!(" after {} of metadata", Size((caps.reserved << 12) + fast_reserved))
+            } else {
+                String::new()
+            },
+            fields.join(" or "),
+            Size(b.footprint - total)
+        );
+    }
+    Ok(fast_reserved)
+}
+
 impl MachineInfo {
+    /// Checks, from the configuration alone, that the footprint of `b` fits the tiers
+    /// as [`Machine::new`] will size them: a run checks it before it builds its
+    /// workloads, which takes minutes for some.
+    pub fn check_room<R: Redirect>(cfg: &MachineConfig, b: &Build<R::Spec>) -> anyhow::Result<()> {
+        cfg.validate()?;
+        let caps = capacities::<R>(cfg, b)?;
+        room::<R>(cfg, b, &caps).map(|_| ())
+    }
+
     /// The machine a configuration and build describe, before it is built.
     pub fn plan<R: Redirect>(cfg: &MachineConfig, b: &Build<R::Spec>) -> anyhow::Result<MachineInfo> {
         cfg.validate()?;
@@ -362,29 +409,7 @@ impl<R: Redirect> Machine<R> {
         let caps = capacities::<R>(&cfg, b)?;
         let huge_bytes = cfg.page_table.huge_page.bytes();
         let hide_fast = R::hides_fast_tier(&b.redirect);
-        let fast_reserved = if hide_fast { caps.bytes[0] } else { R::reserved_fast_huge_frames(&b.redirect, caps.bytes[0], huge_bytes) * huge_bytes };
-        if fast_reserved >= caps.bytes[0] && !hide_fast {
-            anyhow::bail!(
-                "machine.tiers.fast.capacity: {} cannot hold the {} the machine's redirection structure reserves in it",
-                Size(caps.bytes[0]),
-                Size(fast_reserved)
-            );
-        }
-        let total: u64 = caps.bytes.iter().sum::<u64>() - (caps.reserved << 12) - fast_reserved;
-        if b.footprint > total {
-            anyhow::bail!(
-                "machine.tiers: the footprint ({}) is larger than all tiers together ({}{}); raise a tier's capacity",
-                Size(b.footprint),
-                Size(total),
-                if hide_fast {
-                    format!(", the fast tier's {} being the machine's cache", Size(fast_reserved))
-                } else if caps.reserved > 0 || fast_reserved > 0 {
-                    format!(" after {} of metadata", Size((caps.reserved << 12) + fast_reserved))
-                } else {
-                    String::new()
-                }
-            );
-        }
+        let fast_reserved = room::<R>(&cfg, b, &caps)?;
         let huge_shift = cfg.huge_shift();
         let mut tiers = Vec::new();
         for (i, (t, &bytes)) in cfg.tiers.all().into_iter().zip(&caps.bytes).enumerate() {

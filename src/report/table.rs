@@ -56,7 +56,11 @@ pub fn run_summary(r: &Report) -> String {
         }
     }
     if r.workloads.iter().any(|s| s.trace.is_some()) {
-        let _ = writeln!(w, "footprint         {:.2} MiB measured from the traces", mib(r.footprint_bytes));
+        let mut tenants: Vec<u16> = r.workloads.iter().map(|s| s.tenant).collect();
+        tenants.sort_unstable();
+        tenants.dedup();
+        let summed = if tenants.len() > 1 { format!(", the sum of {} tenants' address spaces", tenants.len()) } else { String::new() };
+        let _ = writeln!(w, "footprint         {:.2} MiB measured from the traces{summed}", mib(r.footprint_bytes));
     }
     let mut sampled: Vec<(&str, &crate::trace::meta::SampledRun)> = r.workloads.iter().filter_map(|s| s.trace.as_ref()).filter_map(|t| Some((t.path.as_str(), t.sampled.as_ref()?))).collect();
     sampled.dedup_by_key(|s| s.0);

@@ -42,6 +42,7 @@ pub const OPTIONS: &[(&str, &str)] = &[
     ("workload", "a synthetic workload"),
     ("footprint", "the workload's footprint, e.g. 1GiB"),
     ("refs", "references to simulate"),
+    ("seconds", "simulated seconds to run (without refs, the references are then not limited)"),
     ("seed", "the random seed"),
     ("mode", "detailed, sampled or epochs"),
     ("tenant_kind", "process or vm: the kind of tenant the single workload runs in"),
@@ -116,6 +117,7 @@ pub fn config_args(options: &BTreeMap<String, String>) -> Result<ConfigArgs> {
             "workload" => a.workload = Some(v.clone()),
             "footprint" => a.footprint = Some(v.clone()),
             "refs" => a.refs = Some(v.clone()),
+            "seconds" => a.seconds = Some(v.clone()),
             "seed" => a.seed = Some(v.clone()),
             "mode" => a.mode = Some(v.clone()),
             // A top-level configuration key: its path has no dot to mark it as one.
@@ -169,12 +171,20 @@ fn option_value(key: &str, value: &Value, at: &str) -> Result<(String, String)> 
         Value::Integer(i) if *i >= 0 => i.to_string(),
         Value::Integer(i) => bail!("{at}: `{key}` must not be negative, got {i}"),
         Value::Boolean(b) if key == "verify" => b.to_string(),
+        Value::Float(x) if key == "seconds" => format!("{x:?}"),
         Value::Array(items) if LISTS.contains(&key) => items
             .iter()
             .map(|i| i.as_str().map(String::from).ok_or_else(|| anyhow!("{at}: `{key}` lists strings, got {i}")))
             .collect::<Result<Vec<_>>>()?
             .join(","),
-        v => bail!("{at}: `{key}` takes {}, got {v}", if key == "verify" { "true or false" } else { "a string or a whole number" }),
+        v => bail!(
+            "{at}: `{key}` takes {}, got {v}",
+            match key {
+                "verify" => "true or false",
+                "seconds" => "a number of seconds",
+                _ => "a string or a whole number",
+            }
+        ),
     };
     if key == "verify" && text != "true" && text != "false" {
         bail!("{at}: `verify` takes true or false, got {text}");
@@ -573,6 +583,7 @@ mod tests {
         assert!(err("[run]\npolicy = \"tpp\"\n[axes]\npolicy = [\"lru\"]").contains("both an axis and an option"));
         assert!(err("runs = 3").contains("s.toml: runs: unknown key"));
         assert!(err("[run]\nrefs = 1.5").contains("a string or a whole number"));
+        assert!(err("[run]\nseconds = true").contains("`seconds` takes a number of seconds"));
         assert!(err("[run\n").starts_with("s.toml:"));
         assert_eq!(err("[run]\nworkload = \"kv\"\n[axes\nseed = [1]\n"), "s.toml:3:6: invalid table header; expected `.`, `]`");
         assert_eq!(err("[run]\nrefs = -1"), "s.toml: run: `refs` must not be negative, got -1");

@@ -12,13 +12,23 @@
 //!   axis (named as the axis, e.g. `policy`, `machine.tiers.fast.capacity`) and one
 //!   per summary figure (`cycles`, `ipc`, `amat_ns`, … as in the report's `summary`),
 //!   added as they first appear.
+//! - `claims`: the runs sweeps are simulating now, keyed by `(sweep, key)`, with the
+//!   `host` and `pid` of the sweep and its last `beat` (Unix time). A table added to
+//!   schema 1 without changing it: a store that lacks it gets it when a sweep opens it.
 //!
 //! Every run is written in one transaction, so a sweep killed at any moment leaves
 //! whole rows only, and a run is in the store once whatever the number of restarts.
+//!
+//! Several sweeps may use one store at once. The tables are made with `IF NOT EXISTS`
+//! in an immediate transaction, so sweeps started together on a new file all find it
+//! made; every write waits for the others (a busy timeout). A sweep claims a run
+//! before it simulates it ([`Store::claim`]), so two sweeps of one spec share the
+//! runs out and each is simulated once. A claim whose process is gone (same host, no
+//! such pid) or that has not beaten for [`CLAIM_STALE_S`] is free again.
 
 use super::spec::{Point, NOT_APPLICABLE, RESERVED};
 use anyhow::{anyhow, bail, Context, Result};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -26,12 +36,72 @@ use std::path::{Path, PathBuf};
 pub const SCHEMA: u32 = 1;
 const FORMAT: &str = "tiersim-sweep";
 
+/// Seconds after which a claim whose sweep has not beaten is free: a sweep beats
+/// every [`CLAIM_BEAT_S`] while it runs, so this is a sweep that stopped without
+/// releasing its claims on a host whose processes this one cannot see.
+pub const CLAIM_STALE_S: f64 = 60.0;
+/// Seconds between two beats of a running sweep's claims.
+pub const CLAIM_BEAT_S: f64 = 10.0;
+
+/// The tables, each made only if missing: sweeps that start together on a new file
+/// each run this, one after the other.
+const TABLES: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+     CREATE TABLE IF NOT EXISTS sweeps (name TEXT PRIMARY KEY, spec TEXT NOT NULL, axes TEXT NOT NULL, baseline TEXT);
+     CREATE TABLE IF NOT EXISTS runs (sweep TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, status TEXT NOT NULL,
+         error TEXT, options TEXT NOT NULL, wall_seconds REAL, finished REAL, report TEXT,
+         PRIMARY KEY (sweep, key));";
+const CLAIMS: &str = "CREATE TABLE IF NOT EXISTS claims (sweep TEXT NOT NULL, key TEXT NOT NULL, host TEXT NOT NULL,
+     pid INTEGER NOT NULL, beat REAL NOT NULL, PRIMARY KEY (sweep, key));";
+
+/// What [`Store::claim`] found of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Claim {
+    /// The run is this sweep's to simulate.
+    Mine,
+    /// Another sweep recorded it since this one started: `None` finished, or the
+    /// message it failed with.
+    Done(Option<String>),
+    /// Another sweep, alive, is simulating it.
+    Taken,
+}
+
+/// Unix time in seconds.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// This machine's host name, which claims carry beside the pid.
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname(2) writes at most `buf.len()` bytes into the buffer.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Whether process `pid` of this host exists (kill(2) with no signal: EPERM is
+/// another user's process, alive).
+fn process_exists(pid: i64) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 sends nothing; kill(2) only checks that the process exists.
+    let sent = unsafe { libc::kill(pid, 0) } == 0;
+    sent || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 /// An open results store.
 pub struct Store {
     conn: Connection,
     path: PathBuf,
     /// Columns of `runs`.
     columns: HashSet<String>,
+    /// This process's host and pid, as its claims carry them.
+    host: String,
+    pid: i64,
 }
 
 /// A row of `runs` as read back.
@@ -73,43 +143,46 @@ impl Store {
         }
         let conn = Connection::open(path).map_err(|e| anyhow!("{shown}: cannot open: {e}"))?;
         conn.busy_timeout(std::time::Duration::from_secs(30)).map_err(|e| anyhow!("{shown}: {e}"))?;
-        let tables: Vec<String> = conn
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
-            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-            .map_err(|e| anyhow!("{shown}: not a SQLite database ({e})"))?;
-        if tables.is_empty() {
+        let tables = |conn: &Connection| -> rusqlite::Result<Vec<String>> {
+            conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        };
+        let found = tables(&conn).map_err(|e| anyhow!("{shown}: not a SQLite database ({e})"))?;
+        if found.is_empty() {
             if !create {
                 bail!("{shown}: an empty database, not a tiersim sweep store");
             }
+            // Every sweep started at once on a new file gets here: the first makes the
+            // tables, the others find them made.
+            conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| anyhow!("{shown}: cannot create the store: {e}"))?;
             conn.execute_batch(&format!(
-                "PRAGMA journal_mode = WAL;
-                 BEGIN;
-                 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                 INSERT INTO meta VALUES ('format', '{FORMAT}'), ('schema', '{SCHEMA}'), ('created_by', 'tiersim {}');
-                 CREATE TABLE sweeps (name TEXT PRIMARY KEY, spec TEXT NOT NULL, axes TEXT NOT NULL, baseline TEXT);
-                 CREATE TABLE runs (sweep TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, status TEXT NOT NULL,
-                     error TEXT, options TEXT NOT NULL, wall_seconds REAL, finished REAL, report TEXT,
-                     PRIMARY KEY (sweep, key));
+                "BEGIN IMMEDIATE;
+                 {TABLES}
+                 {CLAIMS}
+                 INSERT OR IGNORE INTO meta VALUES ('format', '{FORMAT}'), ('schema', '{SCHEMA}'), ('created_by', 'tiersim {}');
                  COMMIT;",
                 env!("CARGO_PKG_VERSION")
             ))
             .map_err(|e| anyhow!("{shown}: cannot create the store: {e}"))?;
-        } else {
-            let meta = |k: &str| -> Option<String> { conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0)).ok() };
-            if !tables.iter().any(|t| t == "meta") || meta("format").as_deref() != Some(FORMAT) {
-                bail!("{shown}: not a tiersim sweep store (no tiersim `meta` table)");
-            }
-            let schema = meta("schema").unwrap_or_default();
-            if schema != SCHEMA.to_string() {
-                let by = meta("created_by").unwrap_or_else(|| "an unknown version".into());
-                bail!("{shown}: written by {by} in store schema {schema}; this tiersim ({}) reads schema {SCHEMA}: use a new database or that version", env!("CARGO_PKG_VERSION"));
-            }
+        }
+        let meta = |k: &str| -> Option<String> { conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0)).ok() };
+        let found = tables(&conn).map_err(|e| anyhow!("{shown}: {e}"))?;
+        if !found.iter().any(|t| t == "meta") || meta("format").as_deref() != Some(FORMAT) {
+            bail!("{shown}: not a tiersim sweep store (no tiersim `meta` table)");
+        }
+        let schema = meta("schema").unwrap_or_default();
+        if schema != SCHEMA.to_string() {
+            let by = meta("created_by").unwrap_or_else(|| "an unknown version".into());
+            bail!("{shown}: written by {by} in store schema {schema}; this tiersim ({}) reads schema {SCHEMA}: use a new database or that version", env!("CARGO_PKG_VERSION"));
+        }
+        if create && !found.iter().any(|t| t == "claims") {
+            // A store made before claims: the table is added, the schema unchanged.
+            conn.execute_batch(CLAIMS).map_err(|e| anyhow!("{shown}: {e}"))?;
         }
         let columns = conn
             .prepare("SELECT name FROM pragma_table_info('runs')")
             .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
             .map_err(|e| anyhow!("{shown}: {e}"))?;
-        Ok(Store { conn, path: path.to_path_buf(), columns })
+        Ok(Store { conn, path: path.to_path_buf(), columns, host: host_name(), pid: std::process::id() as i64 })
     }
 
     fn err(&self, e: rusqlite::Error) -> anyhow::Error {
@@ -132,12 +205,73 @@ impl Store {
         Ok(())
     }
 
+    /// Adds column `name` to `runs` unless it is there: another sweep on the store may
+    /// have added it since this one read the columns.
     fn add_column(&mut self, name: &str) -> Result<()> {
         if self.columns.contains(name) {
             return Ok(());
         }
-        self.conn.execute(&format!("ALTER TABLE runs ADD COLUMN {}", ident(name)), []).map_err(|e| self.err(e))?;
+        let shown = self.path.display().to_string();
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| anyhow!("{shown}: {e}"))?;
+        let columns: HashSet<String> = tx
+            .prepare("SELECT name FROM pragma_table_info('runs')")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| anyhow!("{shown}: {e}"))?;
+        if !columns.contains(name) {
+            tx.execute(&format!("ALTER TABLE runs ADD COLUMN {}", ident(name)), []).map_err(|e| anyhow!("{shown}: {e}"))?;
+        }
+        tx.commit().map_err(|e| anyhow!("{shown}: {e}"))?;
+        self.columns = columns;
         self.columns.insert(name.to_string());
+        Ok(())
+    }
+
+    /// Claims run `key` of sweep `sweep` for this process before it is simulated, in
+    /// one immediate transaction: [`Claim::Done`] when another sweep recorded it at or
+    /// after `since` (this sweep's start; a run that failed before it is run again),
+    /// [`Claim::Taken`] when a live sweep holds it, else the claim is this process's.
+    pub fn claim(&mut self, sweep: &str, key: &str, since: f64) -> Result<Claim> {
+        let shown = self.path.display().to_string();
+        let e = |e: rusqlite::Error| anyhow!("{shown}: {e}");
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(e)?;
+        let stored: Option<(String, Option<String>, Option<f64>)> = tx
+            .query_row("SELECT status, error, finished FROM runs WHERE sweep = ?1 AND key = ?2", params![sweep, key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()
+            .map_err(e)?;
+        if let Some((status, error, finished)) = stored {
+            if status == "ok" {
+                return Ok(Claim::Done(None));
+            }
+            if finished.is_some_and(|f| f >= since) {
+                return Ok(Claim::Done(Some(error.unwrap_or_default())));
+            }
+        }
+        let holder: Option<(String, i64, f64)> = tx
+            .query_row("SELECT host, pid, beat FROM claims WHERE sweep = ?1 AND key = ?2", params![sweep, key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()
+            .map_err(e)?;
+        if let Some((host, pid, beat)) = holder {
+            let mine = host == self.host && pid == self.pid;
+            let gone = (host == self.host && !process_exists(pid)) || unix_now() - beat > CLAIM_STALE_S;
+            if !mine && !gone {
+                return Ok(Claim::Taken);
+            }
+        }
+        tx.execute("INSERT OR REPLACE INTO claims (sweep, key, host, pid, beat) VALUES (?1, ?2, ?3, ?4, ?5)", params![sweep, key, self.host, self.pid, unix_now()])
+            .map_err(e)?;
+        tx.commit().map_err(e)?;
+        Ok(Claim::Mine)
+    }
+
+    /// Tells other sweeps that this process's claims are alive.
+    pub fn beat(&mut self) -> Result<()> {
+        self.conn.execute("UPDATE claims SET beat = ?1 WHERE host = ?2 AND pid = ?3", params![unix_now(), self.host, self.pid]).map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Gives up this process's claims (runs it stopped, or the end of its sweep).
+    pub fn release_claims(&mut self) -> Result<()> {
+        self.conn.execute("DELETE FROM claims WHERE host = ?1 AND pid = ?2", params![self.host, self.pid]).map_err(|e| self.err(e))?;
         Ok(())
     }
 
@@ -162,10 +296,11 @@ impl Store {
     }
 
     /// Writes point `p` of sweep `sweep`, in one transaction: `Ok(report)` as a finished
-    /// run with its summary columns, `Err(message)` as a failed one.
+    /// run with its summary columns, `Err(message)` as a failed one; its claim goes in
+    /// the same transaction.
     pub fn record(&mut self, sweep: &str, p: &Point, outcome: std::result::Result<&serde_json::Value, &str>, wall_seconds: f64) -> Result<()> {
         use rusqlite::types::Value as Sql;
-        let finished = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        let finished = unix_now();
         let (status, error, report) = match outcome {
             Ok(r) => ("ok", Sql::Null, Sql::Text(serde_json::to_string(r)?)),
             Err(m) => ("failed", Sql::Text(m.to_string()), Sql::Null),
@@ -204,14 +339,16 @@ impl Store {
             (1..=columns.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ")
         );
         let shown = self.path.display().to_string();
-        let tx = self.conn.transaction().map_err(|e| anyhow!("{shown}: {e}"))?;
+        let key = p.key();
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| anyhow!("{shown}: {e}"))?;
         tx.execute(&sql, rusqlite::params_from_iter(columns.into_iter().map(|(_, v)| v))).map_err(|e| anyhow!("{shown}: {e}"))?;
+        tx.execute("DELETE FROM claims WHERE sweep = ?1 AND key = ?2", params![sweep, key]).map_err(|e| anyhow!("{shown}: {e}"))?;
         tx.commit().map_err(|e| anyhow!("{shown}: {e}"))
     }
 
     /// Sets the grid position of the runs already stored, after a spec changed.
     pub fn renumber(&mut self, sweep: &str, points: &[Point]) -> Result<()> {
-        let tx = self.conn.transaction().map_err(|e| anyhow!("{}: {e}", self.path.display()))?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| anyhow!("{}: {e}", self.path.display()))?;
         for p in points {
             tx.execute("UPDATE runs SET seq = ?1 WHERE sweep = ?2 AND key = ?3", params![p.seq as i64, sweep, p.key()])
                 .map_err(|e| anyhow!("{}: {e}", self.path.display()))?;

@@ -1,16 +1,18 @@
 //! Running a sweep: the runs the store does not hold yet, `jobs` at a time, each
-//! written to the store as soon as it ends.
+//! claimed in the store before it starts and written to it as soon as it ends, so
+//! that sweeps running at once on one store share the runs out (module `store`).
 
 use super::spec::{Point, Spec};
-use super::store::Store;
+use super::store::{unix_now, Claim, Store, CLAIM_BEAT_S};
 use crate::engine::{self, RunOptions};
 use crate::progress::Progress;
 use anyhow::{bail, Result};
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::time::Instant;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// How a sweep runs.
 #[derive(Clone, Debug, Default)]
@@ -34,8 +36,29 @@ pub struct SweepOutcome {
     pub finished: usize,
     /// Runs that failed now: their label and message.
     pub failed: Vec<(String, String)>,
+    /// Runs another sweep of the store recorded while this one ran (it had claimed
+    /// them), finished or failed.
+    pub elsewhere: usize,
+    /// Those of them that failed: their label and message.
+    pub failed_elsewhere: Vec<(String, String)>,
     /// Runs left to do because the sweep was stopped.
     pub left: usize,
+}
+
+/// What a worker of a sweep tells the thread that writes the store.
+enum Event {
+    /// It simulated run `i` of the list: the result, and its wall seconds.
+    Ran(usize, std::result::Result<serde_json::Value, String>, f64),
+    /// Another sweep recorded run `i` since this one started (`Some` if it failed).
+    Elsewhere(usize, Option<String>),
+    /// The store could not be read or written.
+    Store(anyhow::Error),
+}
+
+/// The value behind a lock; a worker that panicked while holding it (it cannot: runs
+/// catch their panics) would not make the rest of the sweep panic.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Runs point `p` as `tiersim run` would and returns its report as JSON, or the
@@ -94,9 +117,16 @@ fn one_line(text: &str) -> String {
 /// and the others go on; a run stopped by `opts.stop` is not recorded. The caller
 /// checks the grid first ([`Spec::check_runs`]), before it opens the store, so that a
 /// bad spec leaves no store behind.
+///
+/// Each run is claimed in the store before it starts ([`Store::claim`]): a run another
+/// sweep holds goes to the back of the list and is looked at again, until that sweep
+/// records it (it counts in [`SweepOutcome::elsewhere`]) or is found gone (its run is
+/// then simulated here). So sweeps started at once share the runs out, each is
+/// simulated once, and every one of them ends with the whole grid in the store.
 pub fn run_sweep(spec: &Spec, store: &mut Store, opts: &SweepOptions) -> Result<SweepOutcome> {
     let points = spec.points();
     check_same_grid(spec, store, &points)?;
+    let since = unix_now();
     store.begin_sweep(&spec.name, &spec.to_toml(), &spec.axis_names(), spec.baseline.as_deref())?;
     store.renumber(&spec.name, &points)?;
     let done = store.finished_keys(&spec.name)?;
@@ -109,41 +139,97 @@ pub fn run_sweep(spec: &Spec, store: &mut Store, opts: &SweepOptions) -> Result<
     // A flag of the sweep's own when the caller gave none, so that a store that
     // cannot be written stops the runs.
     let stop: &'static AtomicBool = opts.stop.unwrap_or_else(|| Box::leak(Box::new(AtomicBool::new(false))));
-    let next = AtomicUsize::new(0);
+    // The runs not handled yet, by position in `todo`.
+    let queue = Mutex::new((0..todo.len()).collect::<VecDeque<usize>>());
+    // Runs found held by other sweeps one after the other: once as many as the list
+    // holds, every run left is another sweep's, and workers wait between looks.
+    let taken_in_a_row = AtomicUsize::new(0);
+    let store = Mutex::new(store);
     let (tx, rx) = mpsc::channel();
     let mut written: Result<()> = Ok(());
+    let mut handled = 0;
     std::thread::scope(|s| {
         for _ in 0..opts.jobs.clamp(1, todo.len()) {
             let tx = tx.clone();
-            let (todo, next, progress) = (&todo, &next, &opts.progress);
+            let (todo, queue, taken_in_a_row, store, progress) = (&todo, &queue, &taken_in_a_row, &store, &opts.progress);
             s.spawn(move || loop {
                 if stop.load(Ordering::SeqCst) {
                     return;
                 }
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(p) = todo.get(i) else { return };
-                let started = Instant::now();
-                let result = run_point(p, progress, Some(stop));
-                progress.run_done();
-                if tx.send((i, result, started.elapsed().as_secs_f64())).is_err() {
+                let Some(i) = lock(queue).pop_front() else { return };
+                let p = todo[i];
+                let claim = lock(store).claim(&spec.name, &p.key(), since);
+                let event = match claim {
+                    Err(e) => Event::Store(e),
+                    Ok(Claim::Taken) => {
+                        let left = {
+                            let mut q = lock(queue);
+                            q.push_back(i);
+                            q.len()
+                        };
+                        if taken_in_a_row.fetch_add(1, Ordering::SeqCst) + 1 >= left {
+                            std::thread::sleep(Duration::from_millis(500));
+                        }
+                        continue;
+                    }
+                    Ok(Claim::Done(failed)) => {
+                        taken_in_a_row.store(0, Ordering::SeqCst);
+                        progress.run_done();
+                        Event::Elsewhere(i, failed)
+                    }
+                    Ok(Claim::Mine) => {
+                        taken_in_a_row.store(0, Ordering::SeqCst);
+                        let started = Instant::now();
+                        let result = run_point(p, progress, Some(stop));
+                        progress.run_done();
+                        Event::Ran(i, result, started.elapsed().as_secs_f64())
+                    }
+                };
+                if tx.send(event).is_err() {
                     return;
                 }
             });
         }
         drop(tx);
-        for (i, result, wall) in rx {
-            let p = todo[i];
-            if stop.load(Ordering::SeqCst) && result.is_err() {
-                // Stopped, not failed: runs again next time.
-                continue;
-            }
-            let recorded = match &result {
-                Ok(report) => store.record(&spec.name, p, Ok(report), wall).map(|_| out.finished += 1),
-                Err(msg) => {
-                    out.failed.push((p.label(), msg.clone()));
-                    store.record(&spec.name, p, Err(msg), wall)
-                }
+        // This thread writes the store, and beats for the runs claimed while they run.
+        let mut beat = Instant::now();
+        loop {
+            let event = match rx.recv_timeout(Duration::from_secs_f64(CLAIM_BEAT_S)) {
+                Ok(e) => Some(e),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
             };
+            let mut store = lock(&store);
+            let mut recorded = Ok(());
+            if beat.elapsed().as_secs_f64() >= CLAIM_BEAT_S {
+                beat = Instant::now();
+                recorded = store.beat();
+            }
+            match event {
+                None => {}
+                Some(Event::Store(e)) => recorded = recorded.and(Err(e)),
+                Some(Event::Elsewhere(i, failed)) => {
+                    handled += 1;
+                    out.elsewhere += 1;
+                    if let Some(msg) = failed {
+                        out.failed_elsewhere.push((todo[i].label(), msg));
+                    }
+                }
+                // Stopped, not failed: runs again next time.
+                Some(Event::Ran(_, Err(_), _)) if stop.load(Ordering::SeqCst) => {}
+                Some(Event::Ran(i, result, wall)) => {
+                    let p = todo[i];
+                    handled += 1;
+                    let write = match &result {
+                        Ok(report) => store.record(&spec.name, p, Ok(report), wall).map(|_| out.finished += 1),
+                        Err(msg) => {
+                            out.failed.push((p.label(), msg.clone()));
+                            store.record(&spec.name, p, Err(msg), wall)
+                        }
+                    };
+                    recorded = recorded.and(write);
+                }
+            }
             if let Err(e) = recorded {
                 stop.store(true, Ordering::SeqCst);
                 if written.is_ok() {
@@ -152,7 +238,10 @@ pub fn run_sweep(spec: &Spec, store: &mut Store, opts: &SweepOptions) -> Result<
             }
         }
     });
+    // The claims of runs stopped here (Ctrl-C, a store that failed) go too.
+    let released = lock(&store).release_claims();
     written?;
-    out.left = out.total - out.already - out.finished - out.failed.len();
+    released?;
+    out.left = out.total - out.already - handled;
     Ok(out)
 }

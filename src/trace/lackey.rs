@@ -85,6 +85,12 @@ impl LackeyReader {
     pub fn new(src: Box<dyn Read>, name: String, skip_malformed: bool) -> LackeyReader {
         LackeyReader { lines: Lines::new(src, name, skip_malformed), spill: Vec::new(), runs: Runs::new(), done: false }
     }
+
+    /// Refuses data addresses beyond page tables of `levels` levels, naming the line.
+    pub fn reach(mut self, levels: Option<u32>) -> LackeyReader {
+        self.lines.levels = levels;
+        self
+    }
 }
 
 impl Source for LackeyReader {
@@ -101,7 +107,14 @@ impl Source for LackeyReader {
                 Err(e) => return Err(self.lines.read_error(e)),
             };
             self.lines.line_no += 1;
-            match parse(line) {
+            let parsed = parse(line);
+            if let Ok(Line::Load { addr, size } | Line::Store { addr, size } | Line::Modify { addr, size }) = parsed {
+                if text::beyond_reach(self.lines.levels, addr + size - 1) {
+                    let line = line.to_vec();
+                    return Err(self.lines.out_of_reach(addr, &line));
+                }
+            }
+            match parsed {
                 Ok(Line::Instr { addr, size }) => self.runs.instruction((addr, size), out),
                 Ok(Line::Load { addr, size }) => self.runs.access(0, addr, size, out),
                 Ok(Line::Store { addr, size }) => self.runs.access(WRITE, addr, size, out),
@@ -227,6 +240,23 @@ mod tests {
                 acc(0x5004, 4, 0, WRITE),
             ]
         );
+    }
+
+    #[test]
+    fn an_address_beyond_the_page_tables_names_its_line_even_when_skipping() {
+        let t = b"I  00400000,3\n L 1ffefff8a0,8\nI  00400003,3\n S ffffffffff00,8\n S 1000000000000,8\n".to_vec();
+        for skip in [false, true] {
+            let mut r = LackeyReader::new(Box::new(std::io::Cursor::new(t.clone())), "f.lk".into(), skip).reach(Some(4));
+            let err = r.fill(&mut Vec::new(), 100).unwrap_err().to_string();
+            assert_eq!(
+                err,
+                "f.lk:5: address 0x1000000000000 is beyond the 48-bit virtual address space of 4-level page tables; rerun with --set machine.page_table.levels=5 ( S 1000000000000,8)"
+            );
+        }
+        let mut r = LackeyReader::new(Box::new(std::io::Cursor::new(t)), "f.lk".into(), false).reach(Some(5));
+        let mut out = Vec::new();
+        r.fill(&mut out, 100).unwrap();
+        assert_eq!(out.last().unwrap().vaddr, 0x1000000000000);
     }
 
     #[test]

@@ -15,7 +15,9 @@
 //! A malformed text line is an error `FILE:LINE: message (offending text)`; with
 //! `skip_malformed` such lines are counted ([`Source::malformed_skipped`]) and
 //! skipped. A truncated or corrupt compressed stream is an error, never a quiet
-//! early end. Addresses at or above 2^57 (beyond 5-level paging) are rejected.
+//! early end. Addresses at or above 2^57 (beyond 5-level paging) are rejected, and
+//! so is a text trace's address beyond the run's page tables
+//! ([`OpenOptions::page_table_levels`]), naming its line.
 //!
 //! # Recording
 //! [`record`] runs a program under QEMU with tiersim's plugin or under valgrind
@@ -129,6 +131,12 @@ pub struct OpenOptions {
     /// Only the records of this core (one thread of a trace recorded with threads
     /// as cores); `None` for all of them.
     pub thread: Option<u16>,
+    /// The levels of the run's page tables: a text trace's address beyond their
+    /// virtual address space is refused naming its file and line, even when skipping
+    /// malformed lines (the line is well formed; the machine cannot map it). `None`
+    /// allows the 57 bits of 5-level paging. The engine checks binary traces' records
+    /// itself, naming the record.
+    pub page_table_levels: Option<u32>,
 }
 
 /// An opened trace: its reader and what was learnt while opening it.
@@ -192,12 +200,12 @@ fn open_input(input: decompress::Input, opts: &OpenOptions) -> Result<Opened> {
                 meta,
             });
         }
-        Format::Lackey => Box::new(lackey::LackeyReader::new(input.reader, name, skip)) as Box<dyn Source>,
-        Format::Pin => Box::new(pin::PinReader::new(input.reader, name, skip)),
+        Format::Lackey => Box::new(lackey::LackeyReader::new(input.reader, name, skip).reach(opts.page_table_levels)) as Box<dyn Source>,
+        Format::Pin => Box::new(pin::PinReader::new(input.reader, name, skip).reach(opts.page_table_levels)),
         Format::ChampSim => Box::new(champsim::ChampSimReader::new(input.reader, name)),
-        Format::RamulatorCpu => Box::new(ramulator::RamulatorReader::new(input.reader, name, skip, ramulator::Kind::Cpu)),
-        Format::RamulatorDram => Box::new(ramulator::RamulatorReader::new(input.reader, name, skip, ramulator::Kind::Dram)),
-        Format::Ramulator2 => Box::new(ramulator::RamulatorReader::new(input.reader, name, skip, ramulator::Kind::LoadStore)),
+        Format::RamulatorCpu => Box::new(ramulator::RamulatorReader::new(input.reader, name, skip, ramulator::Kind::Cpu).reach(opts.page_table_levels)),
+        Format::RamulatorDram => Box::new(ramulator::RamulatorReader::new(input.reader, name, skip, ramulator::Kind::Dram).reach(opts.page_table_levels)),
+        Format::Ramulator2 => Box::new(ramulator::RamulatorReader::new(input.reader, name, skip, ramulator::Kind::LoadStore).reach(opts.page_table_levels)),
     };
     let opened = threads::only(opened, &label, false, opts.thread)?;
     Ok(Opened {
@@ -314,11 +322,11 @@ mod tests {
     }
 
     fn read_bytes(bytes: &[u8], format: Option<Format>) {
-        let opts = OpenOptions { format, skip_malformed: false, thread: None };
+        let opts = OpenOptions { format, ..OpenOptions::default() };
         if let Ok(mut o) = open_reader(Box::new(std::io::Cursor::new(bytes.to_vec())), "p", &opts) {
             let _ = drain(&mut o);
         }
-        let skip = OpenOptions { format, skip_malformed: true, thread: None };
+        let skip = OpenOptions { format, skip_malformed: true, ..OpenOptions::default() };
         if let Ok(mut o) = open_reader(Box::new(std::io::Cursor::new(bytes.to_vec())), "p", &skip) {
             let _ = drain(&mut o);
         }

@@ -73,6 +73,12 @@ impl PinReader {
     pub fn new(src: Box<dyn Read>, name: String, skip_malformed: bool) -> PinReader {
         PinReader { lines: Lines::new(src, name, skip_malformed), done: false }
     }
+
+    /// Refuses addresses beyond page tables of `levels` levels, naming the line.
+    pub fn reach(mut self, levels: Option<u32>) -> PinReader {
+        self.lines.levels = levels;
+        self
+    }
 }
 
 impl Source for PinReader {
@@ -90,7 +96,14 @@ impl Source for PinReader {
                 Err(e) => return Err(self.lines.read_error(e)),
             };
             self.lines.line_no += 1;
-            match parse(line) {
+            let parsed = parse(line);
+            if let Ok(Line::Access { addr, .. }) = parsed {
+                if text::beyond_reach(self.lines.levels, addr) {
+                    let line = line.to_vec();
+                    return Err(self.lines.out_of_reach(addr, &line));
+                }
+            }
+            match parsed {
                 Ok(Line::Access { write, addr }) => out.push(Access {
                     vaddr: addr,
                     instrs: 0,

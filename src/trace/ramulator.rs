@@ -116,6 +116,12 @@ impl RamulatorReader {
     pub fn new(src: Box<dyn Read>, name: String, skip_malformed: bool, kind: Kind) -> RamulatorReader {
         RamulatorReader { lines: Lines::new(src, name, skip_malformed), kind, spill: Vec::new(), done: false }
     }
+
+    /// Refuses addresses beyond page tables of `levels` levels, naming the line.
+    pub fn reach(mut self, levels: Option<u32>) -> RamulatorReader {
+        self.lines.levels = levels;
+        self
+    }
 }
 
 fn line_access(addr: u64, write: bool, instrs: u64) -> Access {
@@ -142,7 +148,14 @@ impl Source for RamulatorReader {
                 Err(e) => return Err(self.lines.read_error(e)),
             };
             self.lines.line_no += 1;
-            match parse(self.kind, line) {
+            let parsed = parse(self.kind, line);
+            if let Ok(Some(p)) = parsed {
+                if let Some(addr) = [Some(p.first.0), p.writeback].into_iter().flatten().find(|&a| text::beyond_reach(self.lines.levels, a)) {
+                    let line = line.to_vec();
+                    return Err(self.lines.out_of_reach(addr, &line));
+                }
+            }
+            match parsed {
                 Ok(Some(p)) => {
                     out.push(line_access(p.first.0, p.first.1, p.instrs));
                     if let Some(wb) = p.writeback {

@@ -3,6 +3,7 @@
 //! parsers that reject overflow instead of wrapping.
 
 use anyhow::{anyhow, Result};
+use crate::machine::config::va_bits;
 use std::io::{self, Read};
 
 /// Size of the read buffer; also the longest line accepted (no trace format has
@@ -87,12 +88,28 @@ pub struct Lines {
     pub skip: bool,
     /// Malformed lines skipped so far.
     pub skipped: u64,
+    /// The levels of the run's page tables, whose reach every address must be within
+    /// (`OpenOptions::page_table_levels`).
+    pub levels: Option<u32>,
 }
 
 impl Lines {
     /// Lines of `src`, named `name` in messages.
     pub fn new(src: Box<dyn Read>, name: String, skip: bool) -> Lines {
-        Lines { reader: LineReader::new(src), name, line_no: 0, skip, skipped: 0 }
+        Lines { reader: LineReader::new(src), name, line_no: 0, skip, skipped: 0, levels: None }
+    }
+
+    /// The error for `addr` of `line`, beyond the run's page tables: a hard error even
+    /// when skipping malformed lines, since the line is well formed.
+    pub fn out_of_reach(&self, addr: u64, line: &[u8]) -> anyhow::Error {
+        let levels = self.levels.unwrap_or(5);
+        anyhow!(
+            "{}:{}: address {addr:#x} is beyond the {}-bit virtual address space of {levels}-level page tables; rerun with --set machine.page_table.levels=5 ({})",
+            self.name,
+            self.line_no,
+            va_bits(levels),
+            shown(line)
+        )
     }
 
     /// Returns the error for a failed read of the underlying stream.
@@ -114,6 +131,14 @@ impl Lines {
             Err(anyhow!("{}:{}: {msg} ({})", self.name, self.line_no, shown(line)))
         }
     }
+}
+
+/// Whether `addr` is beyond the virtual address space of page tables of `levels`
+/// levels ([`Lines::levels`]; a free function, so that a reader can ask while it
+/// holds the line it read).
+#[inline]
+pub fn beyond_reach(levels: Option<u32>, addr: u64) -> bool {
+    levels.is_some_and(|l| addr >> va_bits(l) != 0)
 }
 
 /// Shows `line` for a message: printable ASCII as is, other bytes escaped, at most

@@ -167,6 +167,38 @@ pub fn relative_performance_pct(r: &Value, base: &Value, warmup: f64) -> Option<
     (own > 0.0).then(|| 100.0 * theirs / own)
 }
 
+/// The references run `r` had issued by cycle `cycle`, from its epoch series (linear
+/// within an epoch): the inverse of [`cycle_at_reference`].
+pub fn reference_at_cycle(r: &Value, cycle: f64) -> f64 {
+    let (mut done, mut start) = (0.0, 0.0);
+    for e in r["epochs"].as_array().into_iter().flatten() {
+        let n = e["references"].as_f64().unwrap_or(0.0);
+        let end = e["end_cycle"].as_f64().unwrap_or(0.0);
+        if end >= cycle && end > start {
+            return done + n * (cycle - start).max(0.0) / (end - start);
+        }
+        done += n;
+        start = end;
+    }
+    number(r, "/summary/references").unwrap_or(done)
+}
+
+/// The throughput of run `r` relative to run `base`, in %, for runs bounded by
+/// simulated time rather than by references (they then do different work): the
+/// references each issued per cycle after the first fraction `warmup` of its own
+/// cycles, `r`'s over `base`'s.
+pub fn relative_throughput_pct(r: &Value, base: &Value, warmup: f64) -> Option<f64> {
+    let rate = |x: &Value| -> Option<f64> {
+        let cycles = number(x, "/summary/cycles")?;
+        let from = warmup * cycles;
+        let refs = number(x, "/summary/references")? - reference_at_cycle(x, from);
+        (cycles > from).then(|| refs / (cycles - from))
+    };
+    let theirs = rate(base)?;
+    let own = rate(r)?;
+    (theirs > 0.0).then(|| 100.0 * own / theirs)
+}
+
 /// The geometric mean of `xs`, all positive; none when there are none.
 pub fn geomean(xs: &[f64]) -> Option<f64> {
     (!xs.is_empty()).then(|| (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
@@ -248,6 +280,24 @@ mod tests {
         assert_eq!(relative_performance_pct(&run, &base, 0.5), Some(100.0));
         assert!((geomean(&[1.0, 4.0]).unwrap() - 2.0).abs() < 1e-12);
         assert_eq!(geomean(&[]), None);
+    }
+
+    #[test]
+    fn throughput_counts_the_cycles_after_the_warm_up() {
+        // `run`: 50 references in 100 cycles, then 150 in the next 100; `base`: 100
+        // and 100. Over the whole run 200 against 200 references; over the second
+        // half 150 against 100.
+        let report = |refs: [u64; 2]| {
+            serde_json::json!({
+                "summary": { "references": refs[0] + refs[1], "cycles": 200 },
+                "epochs": [{ "references": refs[0], "end_cycle": 100 }, { "references": refs[1], "end_cycle": 200 }],
+            })
+        };
+        let (run, base) = (report([50, 150]), report([100, 100]));
+        assert_eq!(reference_at_cycle(&run, 150.0), 125.0);
+        assert_eq!(relative_throughput_pct(&run, &base, 0.0), Some(100.0));
+        assert_eq!(relative_throughput_pct(&run, &base, 0.5), Some(150.0));
+        assert_eq!(relative_throughput_pct(&run, &base, 0.75), Some(150.0));
     }
 
     #[test]
