@@ -607,6 +607,11 @@ pub struct Plan {
 /// and a plan that swapped now for a long horizon would be undone by the next plan
 /// for a short one, over and over. The plan of the horizon whose moves gain most is
 /// returned.
+///
+/// Per horizon only the best candidates to promote are looked at: four times as many
+/// as the thread could move in `busy_ns` at the pace of the fastest move, at least 64
+/// (our choice, for the time of a decision over thousands of pages). A page further
+/// down the ranking waits for a later decision even if it would pay.
 pub fn plan(promote: &[Candidate], demote: &[Candidate], weights: &[u64], levels: usize, room: u64, busy_ns: u64) -> Plan {
     let w = |c: &Candidate, level: usize| weights[c.row * levels + level];
     let last = levels.saturating_sub(1);
@@ -620,9 +625,9 @@ pub fn plan(promote: &[Candidate], demote: &[Candidate], weights: &[u64], levels
         worth.saturating_mul(most / c.frames.max(1))
     };
     let order = |c: &Candidate| (c.unit, c.page.map_or(0, |p| p.addr));
-    // The thread makes at most this many moves before the next decision; four times
-    // as many candidates to promote are looked at (the best), which leaves room for
-    // those that do not pay.
+    // The thread makes at most `busy_ns / fastest` moves before the next decision (a
+    // move and the demotions making its room take more); four times as many candidates
+    // to promote are looked at (the best), which leaves room for those that do not pay.
     let fastest = promote.iter().chain(demote).map(|c| c.busy_ns).filter(|&b| b > 0).min().unwrap_or(1);
     let looked = (busy_ns / fastest).saturating_mul(4).max(64) as usize;
     let mut best = Plan::default();
@@ -1114,7 +1119,10 @@ impl Oracle {
         // Outside the fast tier: the coming chunks' pages there, and their untouched
         // units the plan leaves out; only those that could repay their own move.
         let (mut weights, mut promote, mut demote, mut fast) = std::mem::take(&mut self.buffers);
-        (weights.clear(), promote.clear(), demote.clear(), fast.clear());
+        weights.clear();
+        promote.clear();
+        demote.clear();
+        fast.clear();
         let mut outside = Vec::new();
         for n in 0..self.near.len() {
             let u = self.near[n];
@@ -1655,6 +1663,24 @@ mod tests {
         assert_eq!(plan(&[p1, p4], &[d1, d5], &weights, 2, 0, 151), both);
         // After 150 ns the second waits for the next decision.
         assert_eq!(plan(&[p1, p4], &[d1, d5], &weights, 2, 0, 150), Plan { level: 1, gain: 40, moves: vec![(false, 1), (true, 1)] });
+    }
+
+    #[test]
+    fn only_the_best_candidates_are_looked_at() {
+        // One horizon. 64 pages to promote weigh 20 each but nothing in the coming
+        // window, where the one fast page d weighs 1: each would displace d (20 − 5 −
+        // (0 + 5) = 10) but waits, d weighing more now. A 65th weighs 19 and 1 now: it
+        // pays 19 − 5 − (0 + 5) = 9, if it is looked at.
+        let mut promote: Vec<Candidate> = (0..64).map(|i| cand(A + 4096 * i as u64, TierId::SLOW, i)).collect();
+        promote.push(Candidate { now: 1, ..cand(B, TierId::SLOW, 64) });
+        let d = Candidate { now: 1, ..cand(C, TierId::FAST, 65) };
+        let mut weights = vec![20; 64];
+        weights.extend([19, 0]);
+        // 100 ns of the thread, 100 ns a move: one move, max(4 · 1, 64) = 64 looked
+        // at, the 64 heaviest; none is made.
+        assert_eq!(plan(&promote, &[d], &weights, 1, 0, 100), Plan::default());
+        // 1700 ns: 4 · 17 = 68 looked at, all 65; the last displaces d.
+        assert_eq!(plan(&promote, &[d], &weights, 1, 0, 1700), Plan { level: 0, gain: 9, moves: vec![(false, 0), (true, 64)] });
     }
 
     #[test]
