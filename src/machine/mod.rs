@@ -99,6 +99,11 @@ pub struct MachineInfo {
     /// a TLB shootdown (`machine.costs.shootdown_cycles`), for policies' cost models.
     pub clflush_cycles_per_line: u64,
     pub shootdown_cycles: u64,
+    /// Software work of migrating one page besides its copy, in ns
+    /// (`machine.costs.migrate_software_ns`), and the line reads a CPU copy keeps in
+    /// flight (`machine.costs.cpu_copy_lines_in_flight`), for policies' cost models.
+    pub migrate_software_ns: f64,
+    pub cpu_copy_lines_in_flight: u32,
     /// Latency of a fault on a poisoned PTE, in ns (`machine.costs.poison_fault_ns`).
     pub poison_fault_ns: f64,
     /// Bytes the run's workloads touch.
@@ -323,6 +328,8 @@ impl MachineInfo {
             tiers,
             clflush_cycles_per_line: cfg.costs.clflush_cycles_per_line,
             shootdown_cycles: cfg.costs.shootdown_cycles,
+            migrate_software_ns: cfg.costs.migrate_software_ns,
+            cpu_copy_lines_in_flight: cfg.costs.cpu_copy_lines_in_flight,
             poison_fault_ns: cfg.costs.poison_fault_ns,
             footprint_bytes: b.footprint,
             total_refs: b.total_refs,

@@ -311,6 +311,8 @@ pub(crate) fn table_iv_info(fast_frames: u64, slow_frames: u64, slow_base: u64) 
         tiers: vec![tier("DRAM", fast_frames, 0, 13.5, 28.5), tier("PCM", slow_frames, slow_base, 19.5, 171.0)],
         clflush_cycles_per_line: 8,
         shootdown_cycles: 300,
+        migrate_software_ns: 2000.0,
+        cpu_copy_lines_in_flight: 16,
         poison_fault_ns: 1000.0,
         footprint_bytes: 0,
         total_refs: 0,
