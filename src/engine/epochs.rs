@@ -35,7 +35,8 @@
 //! demand and mechanism traffic — over the last millisecond. A class the window did
 //! not see borrows the nearest rate's fit. Calibrations come at the start, when a
 //! stretch changes the distribution (a phase), when pages carrying a share of the
-//! references changed tier, and every `recalibrate_s` seconds.
+//! references changed tier, when the tenant's mapped pages grew by a quarter since the
+//! last one (the page tables grew with them), and every `recalibrate_s` seconds.
 
 use super::CoreFeed;
 use crate::config::{Config, EpochsConfig, WorkloadSlot};
@@ -51,6 +52,9 @@ use serde::Serialize;
 
 /// Fewest references of a class in a calibration for its fit to replace the last.
 const MIN_SAMPLES: u64 = 16;
+/// Pages a tenant's mapped footprint must grow by, besides a quarter, to call for a
+/// calibration (our choice: 4 MiB of base pages).
+const GROWN_PAGES: u64 = 1024;
 /// Cycles over which a tier's load is measured.
 const LOAD_WINDOW: u64 = 1 << 22;
 
@@ -176,6 +180,7 @@ struct TierMark {
     queue: u64,
     mechanism: u64,
     accesses: u64,
+    demand_reads: u64,
 }
 
 /// One core's cost model.
@@ -194,6 +199,9 @@ struct CostModel {
     cache_marks: Vec<crate::machine::cache::CacheStats>,
     walk_levels: [f64; MAX_LEVELS],
     level_writebacks: [f64; MAX_LEVELS],
+    /// The share of the walks' memory accesses each tier served: the tiers holding
+    /// the page tables (a VM's guest tables are its pages, which policies move).
+    walk_tiers: [f64; MAX_TIERS],
     started_at: u64,
     /// Cycles of the calibration's references that the previous fit predicts, and
     /// that the full model charged (faults apart).
@@ -234,6 +242,7 @@ impl CostModel {
             cache_marks: Vec::new(),
             walk_levels: [0.0; MAX_LEVELS],
             level_writebacks: [0.0; MAX_LEVELS],
+            walk_tiers: std::array::from_fn(|t| (t == 0) as u8 as f64),
             started_at: 0,
             predicted: 0.0,
             measured: 0.0,
@@ -257,7 +266,7 @@ impl CostModel {
                 let t = TierId(i as u8);
                 let s = tiers.get(t).stats();
                 let d = tiers.demand(t);
-                TierMark { reads: s.reads, writes: s.writes, row_hits: s.row_hits, row_misses: s.row_misses, queue: s.queue_cycles, mechanism: s.mechanism_reads + s.mechanism_writes, accesses: d.accesses }
+                TierMark { reads: s.reads, writes: s.writes, row_hits: s.row_hits, row_misses: s.row_misses, queue: s.queue_cycles, mechanism: s.mechanism_reads + s.mechanism_writes, accesses: d.accesses, demand_reads: d.reads }
             })
             .collect();
     }
@@ -269,6 +278,17 @@ impl CostModel {
         }
         let cycles = (m.cores()[core].clock - self.started_at).max(1) as f64;
         let tiers = m.memory().tiers();
+        // The walks' reads that reached each tier: its reads outside mechanisms, less
+        // its demand reads (metadata reads, Rainbow's alone, count with the walks).
+        let mut walk_reads = [0.0; MAX_TIERS];
+        for (i, (w, mark)) in walk_reads.iter_mut().zip(&self.marks).enumerate() {
+            let t = TierId(i as u8);
+            *w = (tiers.get(t).stats().reads - mark.reads).saturating_sub(tiers.demand(t).reads - mark.demand_reads) as f64;
+        }
+        let all: f64 = walk_reads.iter().sum();
+        if all >= MIN_SAMPLES as f64 {
+            self.walk_tiers = walk_reads.map(|w| w / all);
+        }
         for (i, (fit, mark)) in self.tiers.iter_mut().zip(&self.marks).enumerate() {
             let t = TierId(i as u8);
             let s = tiers.get(t).stats();
@@ -319,6 +339,25 @@ impl CostModel {
         }
         self.writebacks_per_miss = m.memory().caches().dirty_share();
         if std::env::var("TIERSIM_DEBUG_EPOCHS").is_ok() {
+            let refs: u64 = self.sums.iter().map(|s| s.refs).sum();
+            let n = refs.max(1) as f64;
+            let tr: f64 = self.sums.iter().map(|s| s.translation).sum();
+            let walk: [u64; 3] = self.sums.iter().fold([0; 3], |a, s| [a[0] + s.walk[0], a[1] + s.walk[1], a[2] + s.walk[2]]);
+            let miss: u64 = self.sums.iter().map(|s| s.tlb[2]).sum();
+            let st = &m.cores()[core].stats;
+            eprintln!(
+                "calibration end core {core} at cycle {}: {refs} refs, {:.1} cycles/ref, translation {:.1}/ref, TLB misses {:.3}/ref, walk cycles {:.1} refs {:.2} memory {:.3} per ref, walk memory by tier {:?}; core exits {} fault cycles {}",
+                m.cores()[core].clock,
+                cycles / n,
+                tr / n,
+                miss as f64 / n,
+                walk[0] as f64 / n,
+                walk[1] as f64 / n,
+                walk[2] as f64 / n,
+                &self.walk_tiers[..self.tiers.len()],
+                st.vm_exits,
+                st.fault_cycles
+            );
             eprintln!("calibration end core {core}: tiers {:?}", self.tiers);
             for (i, f) in self.fits.iter().enumerate() {
                 if self.sums[i].refs > 0 {
@@ -422,6 +461,8 @@ struct CoreRun {
     carry: Carry,
     calibrations: u64,
     last_calibration: u64,
+    /// Its tenant's pages mapped at its last calibration.
+    mapped_at_calibration: u64,
     /// A calibration is due (a phase change, pages moved, time).
     due: bool,
     /// Whether the source could be positioned for every calibration.
@@ -448,6 +489,7 @@ impl CoreRun {
             carry: Carry::default(),
             calibrations: 0,
             last_calibration: 0,
+            mapped_at_calibration: 0,
             due: left > 0,
             positioned: true,
             chunks: 0,
@@ -651,6 +693,7 @@ impl Driver {
                 c.due = false;
                 if let Some(p) = machine.epochs_mut().and_then(|e| e.tenants.get_mut(c.tenant as usize)) {
                     p.moved_share = 0.0;
+                    c.mapped_at_calibration = p.mapped;
                 }
                 (Phase::Chunks, u64::MAX)
             }
@@ -908,12 +951,18 @@ impl Driver {
         if self.cores[core].left == 0 || !self.ensure_stretch(machine, tenant, now)? {
             return Ok((0, true));
         }
-        let moved = machine.epochs().map_or(0.0, |e| e.tenants[tenant as usize].moved_share);
+        let (moved, mapped) = machine.epochs().map_or((0.0, 0), |e| (e.tenants[tenant as usize].moved_share, e.tenants[tenant as usize].mapped));
         {
             let c = &mut self.cores[core];
             let gap = (self.cfg.min_gap_s * self.freq_hz) as u64;
             let every = (self.cfg.recalibrate_s * self.freq_hz) as u64;
-            if (moved > self.cfg.moved_share && now >= c.last_calibration + gap) || (every > 0 && now >= c.last_calibration + every) {
+            // The footprint grew: by a quarter of the pages mapped at the last
+            // calibration (and GROWN_PAGES more). Its page tables grew with it, and
+            // walks that hit in the caches then miss now (hotspot 4 GiB in a VM: 9.1 M
+            // references per second as calibrated at the start, 5.6 M once every page
+            // was mapped).
+            let grown = mapped >= c.mapped_at_calibration + c.mapped_at_calibration / 4 + GROWN_PAGES;
+            if ((moved > self.cfg.moved_share || grown) && now >= c.last_calibration + gap) || (every > 0 && now >= c.last_calibration + every) {
                 c.due = true;
                 return Ok((0, false));
             }
@@ -983,7 +1032,7 @@ impl Driver {
             let accesses = c.carry.take(slot, nf * r.memory[t]);
             let share = if dirtied_all > 0.0 { dirtied[t] / dirtied_all } else { 0.0 };
             let writebacks = c.carry.take(slot + 1, nf * misses * c.cost.writebacks_per_miss * share);
-            let walks = if t == 0 { k.walk_memory_accesses } else { 0 };
+            let walks = c.carry.take(slot + 6, k.walk_memory_accesses as f64 * c.cost.walk_tiers[t]);
             let all = accesses + writebacks + walks;
             let tk = &mut k.tiers[t];
             tk.accesses = accesses;

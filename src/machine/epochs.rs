@@ -52,7 +52,7 @@
 //! clock and told to the policy one by one. What moves is only when the policy hears
 //! of them: at the chunk's end, at most `engine.epochs.max_chunk_s` late.
 
-use super::page_table::{ACCESSED, DIRTY, POISONED, TRAP};
+use super::page_table::{PageTable, WalkPath, ACCESSED, DIRTY, POISONED, TRAP};
 use std::ops::ControlFlow;
 use super::{FaultEvent, FaultKind, Machine, Observer, PageRef, Redirect, TierId};
 use crate::rng::Rng;
@@ -225,6 +225,8 @@ pub struct Pages {
     /// Rate-weighted share of the tenant's references whose page changed tier since
     /// the last calibration.
     pub moved_share: f64,
+    /// The tenant's pages mapped now.
+    pub mapped: u64,
     /// First touches waiting: the hazard clock at which each page is first touched
     /// and the page, latest first (the next is last).
     first_touch: Vec<(f64, u32)>,
@@ -307,6 +309,132 @@ struct Guest {
     since: Vec<f64>,
     pend_a: Vec<f32>,
     pend_d: Vec<f32>,
+    /// The guest page table's own pages, by guest-physical page, ascending. Walks
+    /// read them, which sets their EPT entries' Accessed bits as a data page's
+    /// references do (see [`Machine::epochs_table_pages`]).
+    tables: Vec<TablePage>,
+    /// The guest table's frames in use when `tables` was listed.
+    tables_listed: u64,
+    /// The `version` and TLB times the tables' rates were computed at.
+    tables_rated: Option<(u32, [f64; 2])>,
+}
+
+/// A page of a VM's guest page table, as its EPT entry's Accessed bit sees it.
+#[derive(Clone, Copy, Debug)]
+struct TablePage {
+    gpfn: u64,
+    /// Walks that read one of its entries, per reference of the tenant.
+    rate: f64,
+    /// The hazard clock its Accessed bit was last settled at.
+    since: f64,
+    /// The tier of its frame when last looked at (`u8::MAX`: not mapped).
+    tier: u8,
+}
+
+impl Guest {
+    /// The hazard of the walks that read the guest page-table pages among
+    /// guest-physical pages `[first, first + n)` since each was last settled, to
+    /// hazard clock `h`; settles them.
+    fn table_hazard(&mut self, first: u64, n: u64, h: f64) -> f64 {
+        let from = self.tables.partition_point(|t| t.gpfn < first);
+        let mut hazard = 0.0;
+        for t in self.tables[from..].iter_mut().take_while(|t| t.gpfn < first + n) {
+            hazard += t.rate * (h - t.since).max(0.0);
+            t.since = h;
+        }
+        hazard
+    }
+}
+
+/// Walks per reference of the tenant that read the guest entry of the guest leaf at
+/// `gvpn` (huge when `huge`): a walk comes with a burst that misses the TLB, so each
+/// page's bursts count with the chance that its translation left the TLB since its
+/// last one, `β exp(−β T)`. Translations are huge only where both dimensions are.
+fn leaf_walk_rate(p: &Pages, gvpn: u64, huge: bool) -> f64 {
+    let n = if huge { 512 } else { 1 };
+    let (mut region, mut small) = (0.0, 0.0);
+    for i in p.span(gvpn, n) {
+        let beta = p.bursts[i] as f64;
+        if p.is_huge(i) {
+            region += beta;
+        } else {
+            small += beta * misses(beta, p.tlb_time[0]);
+        }
+    }
+    small + region * misses(region, p.tlb_time[1])
+}
+
+/// Brings the list of a VM's guest page-table pages in `p` up to date when the guest
+/// `table` grew (a page new to it counts from hazard clock `h`, in the tier
+/// `tier_of` gives), and their walk rates when they are stale and one of them is
+/// among guest-physical pages `[first, first + n)`.
+///
+/// A leaf-level page is read by the walks of the pages its entries map (the rate
+/// of [`leaf_walk_rate`]); an upper-level page by the walks of every page below it.
+/// Counting every walk at the upper levels, where the paging-structure caches cut
+/// some short, is our choice: an upper-level page's Accessed bit is then set in
+/// every window of any scanner once anything below it is in use, as in detailed
+/// runs, where each scan's flush empties those caches. (Without this, an EPT
+/// scanner in epochs mode saw the guest's page tables as unused once it had cleared
+/// their bits.) New rates count from each page's last settle on (our simplification).
+fn refresh_tables(table: &PageTable, p: &mut Pages, first: u64, n: u64, h: f64, tier_of: impl Fn(u64) -> Option<u8>) {
+    let Some(g) = p.guest.as_mut() else { return };
+    if table.frames_in_use() != g.tables_listed {
+        let mut frames = table.node_frames();
+        frames.sort_unstable();
+        let mut old = std::mem::take(&mut g.tables).into_iter().peekable();
+        for gpfn in frames {
+            while old.next_if(|t| t.gpfn < gpfn).is_some() {}
+            let kept = old.next_if(|t| t.gpfn == gpfn);
+            g.tables.push(kept.unwrap_or_else(|| TablePage { gpfn, rate: 0.0, since: h, tier: tier_of(gpfn).unwrap_or(u8::MAX) }));
+        }
+        g.tables_listed = table.frames_in_use();
+        g.tables_rated = None;
+    }
+    let from = g.tables.partition_point(|t| t.gpfn < first);
+    let hit = g.tables.get(from).is_some_and(|t| t.gpfn < first.saturating_add(n));
+    if !hit || g.tables_rated == Some((p.version, p.tlb_time)) {
+        return;
+    }
+    // Each leaf-level node's rate, then the same rate for every node above it.
+    let mut rates: Vec<(u64, f64)> = Vec::new();
+    let mut node = (u64::MAX, 0.0, 0u64);
+    let flush = |rates: &mut Vec<(u64, f64)>, (frame, rate, addr): (u64, f64, u64)| {
+        if frame == u64::MAX || rate == 0.0 {
+            return;
+        }
+        rates.push((frame, rate));
+        let mut path = WalkPath::default();
+        if table.walk(addr, Some(&mut path)).is_some() {
+            for a in &path.as_slice()[..path.len.saturating_sub(1)] {
+                rates.push((a >> 12, rate));
+            }
+        }
+    };
+    let pages: &Pages = p;
+    table.for_each_leaf(0, u64::MAX, &mut |l| {
+        let frame = table.entry_paddr(l.slot & !511) >> 12;
+        if frame != node.0 {
+            flush(&mut rates, node);
+            node = (frame, 0.0, l.addr);
+        }
+        node.1 += leaf_walk_rate(pages, l.addr >> 12, l.huge);
+        ControlFlow::Continue(())
+    });
+    flush(&mut rates, node);
+    rates.sort_unstable_by_key(|r| r.0);
+    let rated = (p.version, p.tlb_time);
+    let g = p.guest.as_mut().expect("a VM");
+    let mut r = rates.into_iter().peekable();
+    for t in &mut g.tables {
+        let mut rate = 0.0;
+        while r.next_if(|x| x.0 < t.gpfn).is_some() {}
+        while let Some((_, x)) = r.next_if(|x| x.0 == t.gpfn) {
+            rate += x;
+        }
+        t.rate = rate;
+    }
+    g.tables_rated = Some(rated);
 }
 
 impl Pages {
@@ -348,11 +476,12 @@ impl Pages {
             dependent_share: 0.0,
             changed: true,
             moved_share: 0.0,
+            mapped: 0,
             first_touch: Vec::new(),
             marked: Vec::new(),
             may_trap: false,
             tiers,
-            guest: s.vm.then(|| Guest { gpfn: vec![NONE; n], page: Vec::new(), since: vec![0.0; n], pend_a: vec![0.0; n], pend_d: vec![0.0; n] }),
+            guest: s.vm.then(|| Guest { gpfn: vec![NONE; n], page: Vec::new(), since: vec![0.0; n], pend_a: vec![0.0; n], pend_d: vec![0.0; n], tables: Vec::new(), tables_listed: 0, tables_rated: None }),
             load_misses: Vec::new(),
             samplers: None,
         }
@@ -1176,6 +1305,8 @@ impl<R: Redirect> Machine<R> {
     pub fn epochs_catch_up(&mut self) {
         let Some(mut e) = self.epochs.take() else { return };
         for (tenant, vpn, n) in std::mem::take(&mut e.log) {
+            let at = e.tenants[tenant as usize].cores.first().map_or(0, |&c| self.cores[c].clock);
+            let h = e.hazard(tenant, at);
             let p = &mut e.tenants[tenant as usize];
             for i in p.indexes(vpn, n) {
                 let Some(vpn) = p.managed(i) else { continue };
@@ -1194,6 +1325,11 @@ impl<R: Redirect> Machine<R> {
                     p.account(i, -1.0);
                     // (A page's rate for its faults changes with its size: drawn
                     // again at the next drop.)
+                    match (p.flags[i] & MAPPED != 0, flags & MAPPED != 0) {
+                        (false, true) => p.mapped += 1,
+                        (true, false) => p.mapped -= 1,
+                        _ => {}
+                    }
                     p.flags[i] = (p.flags[i] & !(MAPPED | HUGE | FULL)) | flags;
                     p.tier[i] = tier;
                     p.reclass(i);
@@ -1206,6 +1342,26 @@ impl<R: Redirect> Machine<R> {
             }
             if p.remapped > p.len() / 64 {
                 p.reach(e.tlb);
+            }
+            // A VM's guest page-table page that changed tier moves the walks that
+            // read it: they count in the share that calls for a calibration (at most
+            // all references, for a page every walk reads).
+            if p.guest.is_some() {
+                let space = &self.space;
+                let table = &space.tenants()[tenant as usize].guest.as_ref().expect("VM tenant").table;
+                let tier_of = |gpfn: u64| space.mapped(PageRef::new(tenant, gpfn << 12)).ok().map(|m| space.tier_of(m.pfn() + (gpfn - (m.addr >> 12))).0);
+                refresh_tables(table, p, vpn, n, h, tier_of);
+                let g = p.guest.as_mut().expect("a VM");
+                let from = g.tables.partition_point(|t| t.gpfn < vpn);
+                let mut moved = 0.0;
+                for t in g.tables[from..].iter_mut().take_while(|t| t.gpfn < vpn.saturating_add(n)) {
+                    let now = tier_of(t.gpfn).unwrap_or(u8::MAX);
+                    if now != t.tier && t.tier != u8::MAX && now != u8::MAX {
+                        moved += t.rate.min(1.0);
+                    }
+                    t.tier = now;
+                }
+                p.moved_share += moved;
             }
         }
         for (tenant, vpn, n) in std::mem::take(&mut e.dropped) {
@@ -1237,16 +1393,23 @@ impl<R: Redirect> Machine<R> {
     /// the entry. Does nothing outside epochs mode or for a page no statement names.
     pub(crate) fn epochs_settle(&mut self, tenant: u16, addr: u64, huge: bool, slot: usize, at: u64) -> u64 {
         let entry = *self.space.entry_mut(tenant, slot);
-        let Some(e) = self.epochs.as_deref_mut() else { return entry };
+        let Some(e) = self.epochs.as_deref() else { return entry };
         if e.tenants.get(tenant as usize).is_none_or(|p| p.is_empty()) {
             return entry;
         }
         let h = e.hazard(tenant, at);
-        let p = &mut e.tenants[tenant as usize];
         let (first, n) = if huge { ((addr >> 12) & !511, 512) } else { (addr >> 12, 1) };
+        // A VM's EPT also maps the guest's page tables, which walks read.
+        let vm = self.is_vm(tenant);
+        if vm {
+            self.epochs_table_pages(tenant, first, n, h);
+        }
+        let e = self.epochs.as_deref_mut().expect("epochs state");
+        let p = &mut e.tenants[tenant as usize];
+        let tables = if vm { p.guest.as_mut().map_or(0.0, |g| g.table_hazard(first, n, h)) } else { 0.0 };
         // Hazards of the Accessed bit, and of the Dirty bit within the Accessed bit's
         // window and before it (a Dirty bit cleared earlier than the Accessed bit).
-        let (mut ha, mut hd_within, mut hd_before) = (0.0, 0.0, 0.0);
+        let (mut ha, mut hd_within, mut hd_before) = (tables, 0.0, 0.0);
         let idx = p.indexes(first, n);
         for &i in &idx {
             let (a, d) = p.hazards(i, h);
@@ -1256,7 +1419,7 @@ impl<R: Redirect> Machine<R> {
             hd_before += before;
             p.restart(i, h);
         }
-        if idx.is_empty() {
+        if idx.is_empty() && tables == 0.0 {
             return entry;
         }
         e.counts.settled += 1;
@@ -1303,6 +1466,15 @@ impl<R: Redirect> Machine<R> {
         entry
     }
 
+    /// Brings VM `tenant`'s list of guest page-table pages up to date (see
+    /// [`refresh_tables`]); `h` is the hazard clock now.
+    fn epochs_table_pages(&mut self, tenant: u16, first: u64, n: u64, h: f64) {
+        let table = &self.space.tenants()[tenant as usize].guest.as_ref().expect("VM tenant").table;
+        let Some(e) = self.epochs.as_deref_mut() else { return };
+        let space = &self.space;
+        refresh_tables(table, &mut e.tenants[tenant as usize], first, n, h, |gpfn| space.mapped(PageRef::new(tenant, gpfn << 12)).ok().map(|m| space.tier_of(m.pfn() + (gpfn - (m.addr >> 12))).0));
+    }
+
     /// With PML on, the guest page-table pages of VM `tenant` whose entries the MMU
     /// walked since the last look are logged: a walk reads the guest entry, which
     /// PML counts as a write of its page (module `vmx`). A walk comes with a burst
@@ -1333,21 +1505,7 @@ impl<R: Redirect> Machine<R> {
         let mut logged = Vec::new();
         for (node, leaves) in nodes {
             let p = &e.tenants[tenant as usize];
-            let mut rate = 0.0;
-            for (gvpn, huge) in leaves {
-                let n = if huge { 512 } else { 1 };
-                // Translations are huge only where both dimensions are.
-                let (mut region, mut small) = (0.0, 0.0);
-                for i in p.span(gvpn, n) {
-                    let beta = p.bursts[i] as f64;
-                    if p.is_huge(i) {
-                        region += beta;
-                    } else {
-                        small += beta * misses(beta, p.tlb_time[0]);
-                    }
-                }
-                rate += small + region * misses(region, p.tlb_time[1]);
-            }
+            let rate: f64 = leaves.into_iter().map(|(gvpn, huge)| leaf_walk_rate(p, gvpn, huge)).sum();
             let since = e.guest_tables.insert((tenant, node), h).unwrap_or(0.0);
             let hazard = rate * (h - since).max(0.0);
 

@@ -252,6 +252,20 @@ impl<R: Redirect> Machine<R> {
 
     /// The host frame holding guest-physical address `gpa` of `tenant` (`None` if the
     /// EPT does not map it).
+    /// The pages of VM `tenant`'s guest page table in each tier, fastest first (a
+    /// VM's page tables are pages of its own, which a policy may move); `None` for a
+    /// process.
+    pub fn guest_table_frames_per_tier(&self, tenant: u16) -> Option<Vec<u64>> {
+        let guest = self.space.tenants().get(tenant as usize)?.guest.as_ref()?;
+        let mut out = vec![0; self.memory().tiers().all().len()];
+        for f in guest.table.node_frames() {
+            if let Some(a) = self.host_addr(tenant, f << 12) {
+                out[self.memory().tiers().tier_of(a >> 12).index()] += 1;
+            }
+        }
+        Some(out)
+    }
+
     pub(crate) fn host_addr(&self, tenant: u16, gpa: u64) -> Option<u64> {
         let m = self.space.mapped(PageRef::new(tenant, gpa)).ok()?;
         Some((m.pfn() << 12) + (gpa - m.addr))

@@ -285,6 +285,15 @@ impl PageTable {
         Some(first + ((va >> 12) & (self.region_pages() - 1)))
     }
 
+    /// The frame numbers of the table's nodes in use, in no particular order.
+    pub fn node_frames(&self) -> Vec<u64> {
+        let mut free = vec![false; self.chunk_frame.len()];
+        for &c in &self.free_chunks {
+            free[c as usize] = true;
+        }
+        self.chunk_frame.iter().zip(&free).filter(|(_, &f)| !f).map(|(&frame, _)| frame).collect()
+    }
+
     fn free_chunk(&mut self, chunk: usize, frames: &mut impl NodeFrames) {
         frames.free_node_frame(self.chunk_frame[chunk]);
         self.frames_in_use -= 1;

@@ -215,6 +215,11 @@ pub struct TenantReport {
     pub frames_per_tier: Vec<u64>,
     /// Fast-tier quota in frames, if any.
     pub fast_quota_frames: Option<u64>,
+    /// A VM's guest page-table pages in each tier, fastest first: they are pages of
+    /// the VM, which a hypervisor's policy may move like any other (and its walks
+    /// then read the slow tier).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_table_frames_per_tier: Option<Vec<u64>>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -596,7 +601,8 @@ impl Report {
                 .space()
                 .tenants()
                 .iter()
-                .map(|t| TenantReport { kind: t.kind, frames_per_tier: t.frames_per_tier().to_vec(), fast_quota_frames: t.fast_quota() })
+                .enumerate()
+                .map(|(i, t)| TenantReport { kind: t.kind, frames_per_tier: t.frames_per_tier().to_vec(), fast_quota_frames: t.fast_quota(), guest_table_frames_per_tier: m.guest_table_frames_per_tier(i as u16) })
                 .collect(),
             mechanisms: m.stats().clone(),
             vm_exits: m.space().tenants().iter().any(|t| t.guest.is_some()).then(|| m.vmx().clone()),

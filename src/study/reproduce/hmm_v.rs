@@ -49,9 +49,10 @@ fn horizon_s(quick: bool) -> f64 {
 
 /// References for `seconds` at all-fast's rate, for runs whose workload changes
 /// phase by references (a run and its all-fast baseline then do the same work).
-/// All-fast's rates in epochs mode, 20 s, 4 GiB: `hotspot` (hot set 25 %, 90 % of
-/// the accesses) 8.95 M references/s, `seqscan` (window 20 %, half writes) 119.9 M/s,
-/// `graph-bfs` (4 GiB asked, 2.25 GiB made) 34.9 M/s.
+/// All-fast's rates in epochs mode, 20 s, 4 GiB (measured 2026-11-28, with the
+/// calibrations that follow the footprint's growth): `hotspot` (hot set 25 %, 90 % of
+/// the accesses) 7.58 M references/s, `seqscan` (window 20 %, half writes) 119.5 M/s,
+/// `graph-bfs` (4 GiB asked, 2.25 GiB made) 37.3 M/s.
 fn refs_for(rate_per_s: f64, seconds: f64) -> String {
     format!("refs = {:.0}", rate_per_s * seconds)
 }
@@ -97,11 +98,11 @@ fn trackers(quick: bool) -> Vec<(&'static str, String)> {
 /// 7.2 GB): 50 % writes, every access in a window of 20 % that moves four times over
 /// the run, once per 75 s (the paper: "periodically"), longer than a clock switch.
 const FIG4_WORKLOADS: &[(&str, &str, f64, &str)] = &[
-    ("graph-bfs", "graph500", 34.9e6, "workload = \"graph-bfs\"\nfootprint = \"4GiB\""),
+    ("graph-bfs", "graph500", 37.3e6, "workload = \"graph-bfs\"\nfootprint = \"4GiB\""),
     (
         "seqscan",
         "sequential access",
-        119.9e6,
+        119.5e6,
         "workload = \"seqscan\"
 footprint = \"4GiB\"
 set.'workload.write_fraction' = 0.5
@@ -200,7 +201,7 @@ policy = [\"hmm-v\", \"all-slow\", \"all-fast\"]
         // §5.6.2, Fig. 5b: four hot regions of 25 % in turn (the paper: 4 GB of 16),
         // 75 s each at all-fast's rate, so that each stage sees a clock switch.
         let mut fig5b = hotspot.to_vec();
-        let refs = refs_for(8.95e6, horizon);
+        let refs = refs_for(7.58e6, horizon);
         fig5b.extend(["set.'workload.hotspot.hot_size' = 0.25", "set.'workload.hotspot.phases' = 4", &refs]);
         out.push(sweep("fig5b", &fig5b, "policy = [\"hmm-v\", \"first-touch\", \"all-fast\"]"));
         // §5.9.1: island and pool, and all-fast once.
