@@ -1349,7 +1349,7 @@ impl<R: Redirect> Machine<R> {
             if p.guest.is_some() {
                 let space = &self.space;
                 let table = &space.tenants()[tenant as usize].guest.as_ref().expect("VM tenant").table;
-                let tier_of = |gpfn: u64| space.mapped(PageRef::new(tenant, gpfn << 12)).ok().map(|m| space.tier_of(m.pfn() + (gpfn - (m.addr >> 12))).0);
+                let tier_of = |gpfn: u64| space.managed_tier(tenant, gpfn).map(|t| t.0);
                 refresh_tables(table, p, vpn, n, h, tier_of);
                 let g = p.guest.as_mut().expect("a VM");
                 let from = g.tables.partition_point(|t| t.gpfn < vpn);
@@ -1472,7 +1472,7 @@ impl<R: Redirect> Machine<R> {
         let table = &self.space.tenants()[tenant as usize].guest.as_ref().expect("VM tenant").table;
         let Some(e) = self.epochs.as_deref_mut() else { return };
         let space = &self.space;
-        refresh_tables(table, &mut e.tenants[tenant as usize], first, n, h, |gpfn| space.mapped(PageRef::new(tenant, gpfn << 12)).ok().map(|m| space.tier_of(m.pfn() + (gpfn - (m.addr >> 12))).0));
+        refresh_tables(table, &mut e.tenants[tenant as usize], first, n, h, |gpfn| space.managed_tier(tenant, gpfn).map(|t| t.0));
     }
 
     /// With PML on, the guest page-table pages of VM `tenant` whose entries the MMU

@@ -259,8 +259,8 @@ impl<R: Redirect> Machine<R> {
         let guest = self.space.tenants().get(tenant as usize)?.guest.as_ref()?;
         let mut out = vec![0; self.memory().tiers().all().len()];
         for f in guest.table.node_frames() {
-            if let Some(a) = self.host_addr(tenant, f << 12) {
-                out[self.memory().tiers().tier_of(a >> 12).index()] += 1;
+            if let Some(t) = self.space.managed_tier(tenant, f) {
+                out[t.index()] += 1;
             }
         }
         Some(out)

@@ -263,6 +263,13 @@ impl Space {
         TierId::holding(&self.bounds, pfn)
     }
 
+    /// The tier of the frame holding base page `vpn` of `tenant`'s managed space, if
+    /// it is mapped.
+    pub(crate) fn managed_tier(&self, tenant: u16, vpn: u64) -> Option<TierId> {
+        let m = self.mapped(PageRef::new(tenant, vpn << 12)).ok()?;
+        Some(self.tier_of(m.pfn() + (vpn - (m.addr >> 12))))
+    }
+
     pub fn huge_frames(&self) -> u64 {
         self.huge_frames
     }
