@@ -7,7 +7,7 @@ use crate::report::html::{self, SweepSection};
 use crate::study::store::StoredRun;
 use crate::engine::RunFailed;
 use crate::progress::{duration, Mode, Progress};
-use crate::study::reproduce::{self, table_text, Results, PAPERS};
+use crate::study::reproduce::{self, scoreboard, table_text, verdict_counts, Paper, Results, Row, ScoredPaper, PAPERS};
 use crate::study::{run_sweep, Store, SweepOptions};
 use anyhow::{bail, Result};
 use clap::Args;
@@ -17,7 +17,13 @@ use std::time::Instant;
 #[derive(Args, Debug, Default, Clone)]
 pub struct ReproduceArgs {
     /// The paper (without it, the list of papers).
+    #[arg(conflicts_with = "all")]
     pub paper: Option<String>,
+    /// Every paper on the scoreboard in turn, then the scoreboard of their claims
+    /// (`-o`, default fidelity.md or fidelity-quick.md); each paper's store and report
+    /// take their default names in the current directory.
+    #[arg(long, conflicts_with = "db")]
+    pub all: bool,
     /// A smaller matrix that finishes in a few minutes.
     #[arg(long)]
     pub quick: bool,
@@ -31,7 +37,7 @@ pub struct ReproduceArgs {
     #[arg(long)]
     pub progress: bool,
     /// The HTML report to write (default: reproduce-PAPER.html, or
-    /// reproduce-PAPER-quick.html).
+    /// reproduce-PAPER-quick.html); with `--all`, the scoreboard (Markdown).
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
 }
@@ -39,26 +45,76 @@ pub struct ReproduceArgs {
 /// Runs `tiersim reproduce`.
 pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
     let started = Instant::now();
+    if args.jobs == Some(0) {
+        bail!("-j: must be at least 1");
+    }
+    if args.all {
+        return reproduce_all(args, started);
+    }
     let Some(name) = &args.paper else {
-        println!("Papers (tiersim reproduce PAPER [--quick]):");
+        println!("Papers (tiersim reproduce PAPER [--quick]; --all for every paper on the scoreboard):");
         let width = PAPERS.iter().map(|p| p.name.len()).max().unwrap_or(0);
         for p in PAPERS {
-            println!("  {:<width$} {} ({})", p.name, p.title, p.doc);
+            let validation = if p.on_scoreboard { "" } else { " — a validation of a mode, not on the scoreboard" };
+            println!("  {:<width$} {} ({}){validation}", p.name, p.title, p.doc);
         }
         return Ok(());
     };
     let paper = reproduce::paper(name)?;
-    if args.jobs == Some(0) {
-        bail!("-j: must be at least 1");
+    let outcome = reproduce_paper(paper, args, args.db.clone(), args.out.clone())?;
+    println!("{}", outcome.runs_line(started));
+    outcome.result()
+}
+
+/// What one paper's reproduction left.
+struct Outcome {
+    db: PathBuf,
+    total: usize,
+    already: usize,
+    left: usize,
+    failed: Vec<(String, String)>,
+    rows: Vec<Row>,
+    setting: String,
+}
+
+impl Outcome {
+    fn runs_line(&self, started: Instant) -> String {
+        let mut line = format!(
+            "{} runs in {}: {} already there, the rest run now in {}",
+            self.total,
+            self.db.display(),
+            self.already,
+            duration(started.elapsed().as_secs_f64())
+        );
+        for (label, msg) in &self.failed {
+            line += &format!("\n  failed: {label}: {msg}");
+        }
+        line
     }
+
+    /// The command's outcome: interrupted while runs are left, failed when a run failed.
+    fn result(&self) -> Result<()> {
+        if self.left > 0 {
+            return Err(anyhow::Error::new(Interrupted(format!("interrupted: {} runs left; the same command runs only those", self.left))));
+        }
+        if !self.failed.is_empty() {
+            return Err(anyhow::Error::new(RunFailed(format!("{} runs failed; the same command runs them again", self.failed.len()))));
+        }
+        Ok(())
+    }
+}
+
+/// Runs `paper`'s matrix into `db` (or its default store), prints its table and
+/// writes its HTML report to `out` (or its default).
+fn reproduce_paper(paper: &Paper, args: &ReproduceArgs, db: Option<PathBuf>, out: Option<PathBuf>) -> Result<Outcome> {
     let suffix = if args.quick { "-quick" } else { "" };
-    let db = args.db.clone().unwrap_or_else(|| PathBuf::from(format!("reproduce-{}{suffix}.db", paper.name)));
+    let db = db.unwrap_or_else(|| PathBuf::from(format!("reproduce-{}{suffix}.db", paper.name)));
     let mut specs = (paper.sweeps)(args.quick);
     for s in &mut specs {
         s.db = Some(db.clone());
         s.check_runs(&s.points())?;
     }
-    let html_path = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("reproduce-{}{suffix}.html", paper.name)));
+    let html_path = out.unwrap_or_else(|| PathBuf::from(format!("reproduce-{}{suffix}.html", paper.name)));
     let db_shown = db.display().to_string();
     let html_out = OutputFile::create("-o", &html_path, &[db_shown.as_str()], &[])?;
     let mut store = Store::open(&db, true)?;
@@ -80,9 +136,10 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
     }
     let results = Results::load(&store, &specs)?;
     let rows = (paper.table)(&results);
+    let setting = (paper.setting)(args.quick, &results);
     println!("{}{}\n", paper.title, if args.quick { " — quick" } else { "" });
     print!("{}", table_text(&rows));
-    println!("\nSetting: {}", (paper.setting)(args.quick, &results));
+    println!("\nSetting: {setting}");
     println!("Discussion: {}", paper.doc);
     let runs: Vec<Vec<_>> = results.sweeps.iter().map(|(_, r)| r.iter().cloned().map(StoredRun::into_sweep_run).collect()).collect();
     let sections: Vec<SweepSection> = results
@@ -91,23 +148,39 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
         .zip(&runs)
         .map(|((s, _), r)| SweepSection { name: &s.name, spec: &s.spec, runs: r, baseline: s.baseline.as_deref() })
         .collect();
-    let cells: Vec<[String; 4]> = rows.iter().map(|r| [r.section.clone(), r.what.clone(), r.paper.clone(), r.ours.clone()]).collect();
+    let cells: Vec<[String; 5]> = rows
+        .iter()
+        .map(|r| [r.section.clone(), r.what.clone(), r.paper.clone(), r.ours.clone(), r.verdict().map_or(String::new(), |v| v.label().to_string())])
+        .collect();
     let title = format!("tiersim reproduce {}{}: {}", paper.name, if args.quick { " --quick" } else { "" }, paper.title);
-    let setting = format!("{} Discussion: {}.", (paper.setting)(args.quick, &results), paper.doc);
-    let page = html::sweeps_page(&title, Some((&cells, &setting)), &sections)?;
+    let page_setting = format!("{} {} Discussion: {}.", verdict_counts(&rows), setting, paper.doc);
+    let page = html::sweeps_page(&title, Some((&cells, &page_setting)), &sections)?;
     html_out.write_all_and_commit(page.as_bytes())?;
     println!("Report: {}", html_path.display());
-    println!(
-        "{total} runs in {}: {already} already there, the rest run now in {}",
-        db.display(),
-        duration(started.elapsed().as_secs_f64())
-    );
-    for (label, msg) in &failed {
-        println!("  failed: {label}: {msg}");
+    Ok(Outcome { db, total, already, left, failed, rows, setting })
+}
+
+/// `tiersim reproduce --all`: every paper on the scoreboard, then the scoreboard.
+/// It is written only when every paper's runs are done (failed runs are named on
+/// it); an interrupted command writes none.
+fn reproduce_all(args: &ReproduceArgs, started: Instant) -> Result<()> {
+    let suffix = if args.quick { "-quick" } else { "" };
+    let path = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("fidelity{suffix}.md")));
+    let out = OutputFile::create("-o", &path, &[], &[])?;
+    let mut papers = Vec::new();
+    let mut failed = Vec::new();
+    for paper in PAPERS.iter().copied().filter(|p| p.on_scoreboard) {
+        let outcome = reproduce_paper(paper, args, None, None)?;
+        println!("{}\n", outcome.runs_line(started));
+        if outcome.left > 0 {
+            return outcome.result();
+        }
+        failed.extend(outcome.failed.iter().map(|(label, msg)| (format!("{}: {label}", paper.name), msg.clone())));
+        papers.push(ScoredPaper { paper, rows: outcome.rows, setting: outcome.setting });
     }
-    if left > 0 {
-        return Err(anyhow::Error::new(Interrupted(format!("interrupted: {left} runs left; the same command runs only those"))));
-    }
+    let text = scoreboard(&papers, args.quick, env!("TIERSIM_COMMIT"), &failed);
+    out.write_all_and_commit(text.as_bytes())?;
+    println!("Scoreboard: {} ({} in all)", path.display(), duration(started.elapsed().as_secs_f64()));
     if !failed.is_empty() {
         return Err(anyhow::Error::new(RunFailed(format!("{} runs failed; the same command runs them again", failed.len()))));
     }

@@ -157,12 +157,12 @@ pub struct SweepSection<'a> {
 
 /// Returns the page of several sweeps (a store's, or a paper's reproduction): when
 /// `figures` is given, first a table of figures — rows of (section, figure, the
-/// paper's, ours) — and `setting`, the text that says how the runs differ from the
+/// paper's, ours, the verdict) — and `setting`, the text that says how the runs differ from the
 /// paper's; then a section per sweep as on [`sweep_page`].
-pub fn sweeps_page(title: &str, figures: Option<(&[[String; 4]], &str)>, sweeps: &[SweepSection]) -> Result<String> {
+pub fn sweeps_page(title: &str, figures: Option<(&[[String; 5]], &str)>, sweeps: &[SweepSection]) -> Result<String> {
     let mut body = String::new();
     if let Some((rows, setting)) = figures {
-        body += "<h2>Figures</h2>\n<table>\n<tr><th>section</th><th>figure</th><th>paper</th><th>tiersim</th></tr>\n";
+        body += "<h2>Figures</h2>\n<table>\n<tr><th>section</th><th>figure</th><th>paper</th><th>tiersim</th><th>verdict</th></tr>\n";
         for r in rows {
             let _ = writeln!(body, "<tr>{}</tr>", r.iter().map(|c| format!("<td>{}</td>", escape(c))).collect::<String>());
         }

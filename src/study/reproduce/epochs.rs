@@ -17,6 +17,7 @@ pub const PAPER: Paper = Paper {
     sweeps,
     setting,
     table,
+    on_scoreboard: false,
 };
 
 /// The workloads, and the references of each that take about 11 simulated seconds

@@ -22,6 +22,7 @@ pub const PAPER: Paper = Paper {
     sweeps,
     setting,
     table,
+    on_scoreboard: true,
 };
 
 /// Every run: the paper's machine, one VM per core, 4 KiB pages.

@@ -17,6 +17,7 @@ pub const PAPER: Paper = Paper {
     sweeps,
     setting,
     table,
+    on_scoreboard: true,
 };
 
 /// Every run: the paper's machine, VM tenants, data written in address order first.

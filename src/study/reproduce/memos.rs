@@ -20,6 +20,7 @@ pub const PAPER: Paper = Paper {
     sweeps,
     setting,
     table,
+    on_scoreboard: true,
 };
 
 /// The sets of programs: name, what runs (one program per core), references per core

@@ -37,6 +37,10 @@ pub struct Paper {
     pub setting: fn(quick: bool, res: &Results) -> String,
     /// Our figures beside the paper's.
     pub table: fn(&Results) -> Vec<Row>,
+    /// Whether `reproduce --all` scores its claims: false for the validations of a
+    /// mode against detailed runs (`sampled`, `epochs`), which compare tiersim with
+    /// itself.
+    pub on_scoreboard: bool,
 }
 
 /// Every paper `reproduce` knows.
@@ -60,12 +64,190 @@ pub struct Row {
     pub paper: String,
     /// Ours, or `not run` when a run it needs is missing or failed.
     pub ours: String,
+    /// For a row that carries a claim of the paper: the claim as a figure and ours in
+    /// the same unit (none when not run). A row without one (a detail, a count the
+    /// paper gives no figure for) has no verdict.
+    pub judged: Option<(Claim, Option<f64>)>,
+    /// Why ours differs from the paper's, from the model (shown when the verdict is
+    /// not `reproduced`).
+    pub cause: Option<&'static str>,
 }
 
 impl Row {
     pub fn new(section: &str, what: impl Into<String>, paper: &str, ours: Option<String>) -> Row {
-        Row { section: section.into(), what: what.into(), paper: paper.into(), ours: ours.unwrap_or_else(|| "not run".into()) }
+        Row { section: section.into(), what: what.into(), paper: paper.into(), ours: ours.unwrap_or_else(|| "not run".into()), judged: None, cause: None }
     }
+
+    /// The row judged as claim `claim` of the paper, against our figure `value` in the
+    /// claim's unit (none when not run).
+    pub fn judge(mut self, claim: Claim, value: Option<f64>) -> Row {
+        self.judged = Some((claim, value.filter(|v| v.is_finite())));
+        self
+    }
+
+    /// The row with the cause of its difference from the paper.
+    pub fn because(mut self, cause: &'static str) -> Row {
+        self.cause = Some(cause);
+        self
+    }
+
+    /// The row's verdict; none for a row that carries no claim.
+    pub fn verdict(&self) -> Option<Verdict> {
+        self.judged.map(|(claim, value)| value.map_or(Verdict::NotMeasured, |v| claim.judge(v)))
+    }
+}
+
+/// A paper's claim in a form our figure can be held against. Changes and factors
+/// are the paper's effect; bounds are limits the paper says its system keeps
+/// (docs/fidelity.md, "Verdicts").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Claim {
+    /// A change by this signed fraction of the compared figure (+0.20 for +20 %,
+    /// −0.998 for −99.8 %); ours in the same unit.
+    Change(f64),
+    /// A factor (×40, 5.6×); ours as a factor.
+    Factor(f64),
+    /// At most this value, in the unit of ours (a 3 % slowdown target: 3.0 for ours
+    /// in %).
+    AtMost(f64),
+    /// At least this value.
+    AtLeast(f64),
+    /// No change larger than this fraction either way.
+    NoChange(f64),
+}
+
+/// How far an effect must go, either way, to count as one: 1 % of the compared
+/// figure (a change of 0.01, a factor of 1.01). Our choice: below it, a run's
+/// noise between seeds is of the same size.
+pub const NO_EFFECT: f64 = 0.01;
+
+impl Claim {
+    /// The verdict on our figure `ours` (docs/fidelity.md, "Verdicts"):
+    /// - a change or factor is reproduced when ours goes the same way, is an effect
+    ///   (beyond [`NO_EFFECT`]) and is within a factor of 2 of the paper's (for a
+    ///   factor, of the factor itself); partly when it only goes the same way; not
+    ///   when it goes the other way or is no effect;
+    /// - a bound is reproduced when ours keeps it, partly when ours is within twice
+    ///   the bound (half of it for an `AtLeast`), not otherwise;
+    /// - a claim of no change likewise, with the tolerance as its bound.
+    pub fn judge(self, ours: f64) -> Verdict {
+        let within2 = |ratio: f64| (0.5..=2.0).contains(&ratio);
+        match self {
+            Claim::Change(paper) | Claim::Factor(paper) => {
+                let (p, o) = if let Claim::Factor(_) = self { (paper - 1.0, ours - 1.0) } else { (paper, ours) };
+                let ratio = if let Claim::Factor(_) = self { ours / paper } else { o / p };
+                if o.abs() < NO_EFFECT || o.signum() != p.signum() {
+                    Verdict::Not
+                } else if within2(ratio) {
+                    Verdict::Reproduced
+                } else {
+                    Verdict::Partly
+                }
+            }
+            Claim::AtMost(bound) => Self::bounded(ours <= bound, ours <= 2.0 * bound),
+            Claim::AtLeast(bound) => Self::bounded(ours >= bound, ours >= 0.5 * bound),
+            Claim::NoChange(tolerance) => Self::bounded(ours.abs() <= tolerance, ours.abs() <= 2.0 * tolerance),
+        }
+    }
+
+    fn bounded(kept: bool, within_twice: bool) -> Verdict {
+        if kept {
+            Verdict::Reproduced
+        } else if within_twice {
+            Verdict::Partly
+        } else {
+            Verdict::Not
+        }
+    }
+}
+
+/// How our figure compares with a paper's claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    Reproduced,
+    Partly,
+    Not,
+    NotMeasured,
+}
+
+impl Verdict {
+    pub const ALL: [Verdict; 4] = [Verdict::Reproduced, Verdict::Partly, Verdict::Not, Verdict::NotMeasured];
+
+    /// The word the tables print.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Reproduced => "reproduced",
+            Verdict::Partly => "partly",
+            Verdict::Not => "not",
+            Verdict::NotMeasured => "not measured",
+        }
+    }
+}
+
+/// The count of each verdict among `rows`, as the line that ends a paper's table
+/// (`4 claims: 1 reproduced, 2 partly, 1 not, 0 not measured`).
+pub fn verdict_counts(rows: &[Row]) -> String {
+    let verdicts: Vec<Verdict> = rows.iter().filter_map(Row::verdict).collect();
+    let counts: Vec<String> = Verdict::ALL.iter().map(|v| format!("{} {}", verdicts.iter().filter(|x| *x == v).count(), v.label())).collect();
+    format!("{} claims: {}", verdicts.len(), counts.join(", "))
+}
+
+/// The rule of the verdicts, as the scoreboard states it.
+pub const VERDICT_RULE: &str = "A row that carries one of the paper's claims is judged by the figure the claim is about. \
+A change (+20 %) or a factor (×40) is **reproduced** when ours goes the same way, is an effect (beyond 1 % of the figure, \
+our bound for run-to-run noise) and is within a factor of 2 of the paper's (from half to twice it; for a factor, of the factor itself); \
+**partly** when ours only goes the same way; **not** when it goes the other way or is no effect. \
+A bound the paper says its system keeps (≤ 3 %, < 30 MB/s) is reproduced when ours keeps it, partly when ours is within twice it \
+(half of it for a lower bound), not otherwise; a claim of no change likewise, with its tolerance as the bound. \
+**Not measured**: a run the row needs did not finish. Rows without a claim (details, counts the paper gives no figure for) are not scored.";
+
+/// A paper's table as the scoreboard shows it.
+pub struct ScoredPaper {
+    pub paper: &'static Paper,
+    pub rows: Vec<Row>,
+    /// What differs from the paper's setting (`Paper::setting`), the row's scale.
+    pub setting: String,
+}
+
+/// The scoreboard across `papers` (Markdown): the rule, the counts per paper, then
+/// each paper's claims with ours, the verdict and, where not reproduced, the cause;
+/// `failed` names runs that failed (their rows are not measured).
+pub fn scoreboard(papers: &[ScoredPaper], quick: bool, commit: &str, failed: &[(String, String)]) -> String {
+    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let command = if quick { "tiersim reproduce --all --quick" } else { "tiersim reproduce --all" };
+    let mut out = format!("# Fidelity: the papers' claims beside tiersim's runs\n\nGenerated by `{command}` on tiersim commit {commit}; run the command again rather than editing this file. ");
+    out += if quick {
+        "These are the **quick** matrices (each paper's scale is under its table): smaller and shorter than the full ones, which `tiersim reproduce --all` runs in hours.\n\n"
+    } else {
+        "These are the full matrices, each paper's as its doc describes (its scale is under its table).\n\n"
+    };
+    out += &format!("## Verdicts\n\n{VERDICT_RULE}\n\n## Counts\n\n| paper | claims | reproduced | partly | not | not measured |\n|---|---|---|---|---|---|\n");
+    let count = |rows: &[&Row], v: Verdict| rows.iter().filter(|r| r.verdict() == Some(v)).count();
+    let all: Vec<&Row> = papers.iter().flat_map(|p| p.rows.iter().filter(|r| r.judged.is_some())).collect();
+    for p in papers {
+        let rows: Vec<&Row> = p.rows.iter().filter(|r| r.judged.is_some()).collect();
+        let counts: Vec<String> = Verdict::ALL.iter().map(|&v| count(&rows, v).to_string()).collect();
+        out += &format!("| [{}](#{}) | {} | {} |\n", p.paper.name, p.paper.name, rows.len(), counts.join(" | "));
+    }
+    let counts: Vec<String> = Verdict::ALL.iter().map(|&v| format!("**{}**", count(&all, v))).collect();
+    out += &format!("| all | **{}** | {} |\n", all.len(), counts.join(" | "));
+    for p in papers {
+        out += &format!("\n<a id=\"{}\"></a>\n## {}: {}\n\n", p.paper.name, p.paper.name, cell(p.paper.title));
+        out += &format!("Scale: {} Discussion: [{}]({}).\n\n", cell(&p.setting), p.paper.doc, p.paper.doc.trim_start_matches("docs/"));
+        out += "| section | claim | paper | tiersim | verdict | cause of the difference |\n|---|---|---|---|---|---|\n";
+        for r in p.rows.iter().filter(|r| r.judged.is_some()) {
+            let verdict = r.verdict().map_or("", Verdict::label);
+            let cause = if matches!(r.verdict(), Some(Verdict::Partly | Verdict::Not)) { r.cause.unwrap_or("") } else { "" };
+            out += &format!("| {} | {} | {} | {} | {verdict} | {} |\n", cell(&r.section), cell(&r.what), cell(&r.paper), cell(&r.ours), cell(cause));
+        }
+    }
+    if !failed.is_empty() {
+        out += "\n## Runs that failed\n\nTheir rows are not measured; the same command runs them again.\n\n";
+        for (label, msg) in failed {
+            out += &format!("- {}: {}\n", cell(label), cell(msg));
+        }
+    }
+    out
 }
 
 /// A spec from a paper's TOML text; the texts are checked by the tests, so a bad one
@@ -255,17 +437,30 @@ pub fn signed_pct(x: f64, digits: usize) -> String {
     format!("{x:+.digits$} %").replacen('-', "−", 1)
 }
 
-/// The table as aligned text.
+/// The table as aligned text, its verdicts counted under it, then the cause of each
+/// claim not reproduced.
 pub fn table_text(rows: &[Row]) -> String {
-    let head = ["section", "figure", "paper", "tiersim"];
-    let cells: Vec<[&str; 4]> = rows.iter().map(|r| [r.section.as_str(), r.what.as_str(), r.paper.as_str(), r.ours.as_str()]).collect();
+    let head = ["section", "figure", "paper", "tiersim", "verdict"];
+    let cells: Vec<[&str; 5]> =
+        rows.iter().map(|r| [r.section.as_str(), r.what.as_str(), r.paper.as_str(), r.ours.as_str(), r.verdict().map_or("", Verdict::label)]).collect();
     let width = |i: usize| cells.iter().map(|c| c[i].chars().count()).chain([head[i].len()]).max().unwrap_or(0);
     let w = [width(0), width(1), width(2), width(3)];
-    let line = |c: [&str; 4]| format!("{:<a$}  {:<b$}  {:<c$}  {}\n", c[0], c[1], c[2], c[3], a = w[0], b = w[1], c = w[2]).trim_end().to_string() + "\n";
+    let line = |c: [&str; 5]| {
+        format!("{:<a$}  {:<b$}  {:<c$}  {:<d$}  {}", c[0], c[1], c[2], c[3], c[4], a = w[0], b = w[1], c = w[2], d = w[3]).trim_end().to_string() + "\n"
+    };
     let mut out = line(head);
-    out += &line(["-".repeat(w[0]).as_str(), "-".repeat(w[1]).as_str(), "-".repeat(w[2]).as_str(), "-".repeat(w[3]).as_str()]);
+    out += &line(["-".repeat(w[0]).as_str(), "-".repeat(w[1]).as_str(), "-".repeat(w[2]).as_str(), "-".repeat(w[3]).as_str(), "-------"]);
     for c in cells {
         out += &line(c);
+    }
+    out += &format!("\n{}\n", verdict_counts(rows));
+    let causes: Vec<String> = rows
+        .iter()
+        .filter(|r| matches!(r.verdict(), Some(Verdict::Partly | Verdict::Not)))
+        .map(|r| format!("  {} {} ({}): {}\n", r.section, r.what, r.verdict().map_or("", Verdict::label), r.cause.unwrap_or("no cause written yet")))
+        .collect();
+    if !causes.is_empty() {
+        out += &format!("Why not (fully) reproduced:\n{}", causes.concat());
     }
     out
 }
@@ -357,10 +552,63 @@ mod tests {
     fn the_table_lines_up() {
         assert_eq!(signed_pct(-4.54, 1), "−4.5 %");
         assert_eq!(signed_pct(2.0, 2), "+2.00 %");
-        let rows = vec![Row::new("§1", "a", "3 %", Some("2.9 %".into())), Row::new("§5.1, Fig. 11", "longer figure", "< 30 MB/s", None)];
+        let rows = vec![
+            Row::new("§1", "a", "3 %", Some("2.9 %".into())).judge(Claim::Change(0.03), Some(0.029)),
+            Row::new("§5.1, Fig. 11", "longer figure", "< 30 MB/s", None).judge(Claim::AtMost(30.0), None),
+            Row::new("§2", "b", "+20 %", Some("−5 %".into())).judge(Claim::Change(0.2), Some(-0.05)).because("the model's reason"),
+            Row::new("§3", "a detail", "more", Some("1".into())),
+        ];
         let t = table_text(&rows);
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines[0], "section        figure         paper      tiersim");
-        assert_eq!(lines[3], "§5.1, Fig. 11  longer figure  < 30 MB/s  not run");
+        assert_eq!(lines[0], "section        figure         paper      tiersim  verdict");
+        assert_eq!(lines[2], "§1             a              3 %        2.9 %    reproduced");
+        assert_eq!(lines[3], "§5.1, Fig. 11  longer figure  < 30 MB/s  not run  not measured");
+        assert_eq!(lines[5], "§3             a detail       more       1");
+        assert_eq!(lines[7], "3 claims: 1 reproduced, 0 partly, 1 not, 1 not measured");
+        assert_eq!(lines[8], "Why not (fully) reproduced:");
+        assert_eq!(lines[9], "  §2 b (not): the model's reason");
+        assert_eq!(lines.len(), 10);
+    }
+
+    #[test]
+    fn verdicts_follow_the_written_rule() {
+        use Verdict::*;
+        // A change: the same way and within a factor of 2 (+10 % … +40 % for +20 %),
+        // the same way only, the other way, or no effect (under 1 %).
+        let plus20 = Claim::Change(0.20);
+        assert_eq!([0.10, 0.40, 0.41, 0.05, 0.009, -0.3].map(|o| plus20.judge(o)), [Reproduced, Reproduced, Partly, Partly, Not, Not]);
+        let minus998 = Claim::Change(-0.998);
+        assert_eq!([-0.995, -0.6, -0.4, 0.1].map(|o| minus998.judge(o)), [Reproduced, Reproduced, Partly, Not]);
+        // A factor is judged on the factor: ×40 is reproduced from ×20 to ×80; ×1.005
+        // is no effect; ×0.5 goes the other way.
+        let x40 = Claim::Factor(40.0);
+        assert_eq!([20.0, 80.0, 19.0, 1.5, 1.005, 0.5].map(|o| x40.judge(o)), [Reproduced, Reproduced, Partly, Partly, Not, Not]);
+        // Bounds: kept, within twice the bound (half for at least), or not.
+        assert_eq!([3.0, 6.0, 6.1].map(|o| Claim::AtMost(3.0).judge(o)), [Reproduced, Partly, Not]);
+        assert_eq!([0.8, 0.4, 0.39].map(|o| Claim::AtLeast(0.8).judge(o)), [Reproduced, Partly, Not]);
+        assert_eq!([-0.02, 0.04, 0.05].map(|o| Claim::NoChange(0.02).judge(o)), [Reproduced, Partly, Not]);
+        // A figure that is not a number (0/0) counts as not measured.
+        let row = Row::new("§1", "a", "b", Some("NaN".into())).judge(plus20, Some(f64::NAN));
+        assert_eq!(row.verdict(), Some(NotMeasured));
+        assert_eq!(Row::new("§1", "a", "b", None).verdict(), None);
+    }
+
+    #[test]
+    fn every_claim_names_the_cause_of_a_difference() {
+        // From an empty store every table has its rows, each not run: a row that
+        // carries a claim must say what would make ours differ.
+        let dir = crate::scratch::Scratch::new("reproduce-causes");
+        let store = Store::open(&dir.join("r.db"), true).unwrap();
+        for p in PAPERS {
+            for quick in [true, false] {
+                let res = Results::load(&store, &(p.sweeps)(quick)).unwrap();
+                for r in (p.table)(&res) {
+                    if r.judged.is_some() {
+                        assert!(r.cause.is_some_and(|c| !c.is_empty()), "{} {}: {} carries a claim and no cause", p.name, r.section, r.what);
+                        assert_eq!(r.verdict(), Some(Verdict::NotMeasured), "{} {}", p.name, r.what);
+                    }
+                }
+            }
+        }
     }
 }

@@ -15,6 +15,7 @@ pub const PAPER: Paper = Paper {
     sweeps,
     setting,
     table,
+    on_scoreboard: true,
 };
 
 /// The sweep's name.

@@ -29,6 +29,7 @@ pub const PAPER: Paper = Paper {
     sweeps,
     setting,
     table,
+    on_scoreboard: true,
 };
 
 /// A workload of the tracking table.
