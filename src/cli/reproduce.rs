@@ -176,7 +176,8 @@ fn reproduce_all(args: &ReproduceArgs, started: Instant) -> Result<()> {
             return outcome.result();
         }
         failed.extend(outcome.failed.iter().map(|(label, msg)| (format!("{}: {label}", paper.name), msg.clone())));
-        papers.push(ScoredPaper { paper, rows: outcome.rows, setting: outcome.setting });
+        let full = if args.quick { full_rows(paper)? } else { None };
+        papers.push(ScoredPaper { paper, rows: outcome.rows, setting: outcome.setting, full });
     }
     let text = scoreboard(&papers, args.quick, env!("TIERSIM_COMMIT"), &failed);
     out.write_all_and_commit(text.as_bytes())?;
@@ -185,4 +186,16 @@ fn reproduce_all(args: &ReproduceArgs, started: Instant) -> Result<()> {
         return Err(anyhow::Error::new(RunFailed(format!("{} runs failed; the same command runs them again", failed.len()))));
     }
     Ok(())
+}
+
+/// `paper`'s rows from its full matrix's default store, when that store is there
+/// (the runs it lacks show as not run).
+fn full_rows(paper: &Paper) -> Result<Option<Vec<Row>>> {
+    let db = PathBuf::from(format!("reproduce-{}.db", paper.name));
+    if !db.exists() {
+        return Ok(None);
+    }
+    let store = Store::open(&db, false)?;
+    let results = Results::load(&store, &(paper.sweeps)(false))?;
+    Ok(Some((paper.table)(&results)))
 }

@@ -11,7 +11,7 @@
 //! 50 ms rounds) stay in detailed mode at the paper's footprints ÷ 16. The comparisons
 //! with its baselines are the paper `hmm-v-baselines`.
 
-use super::{fmt, geomean, number, relative_performance_pct, relative_throughput_pct, slot_of, sweep, Paper, Results, Row};
+use super::{fmt, geomean, number, relative_performance_pct, relative_throughput_pct, slot_of, sweep, Claim, Paper, Results, Row, NO_EFFECT};
 use crate::study::Spec;
 use serde_json::Value;
 
@@ -114,12 +114,46 @@ set.'workload.seqscan.phases' = 4",
 
 /// Fig. 4's variants of HMM-V, each with one component swapped for the one it is
 /// measured against (§5.5): name, label, HMM-V's lead over it in the paper (graph500,
-/// sequential access), options.
-const ABLATION: &[(&str, &str, [&str; 2], &str)] = &[
-    ("ept", "+EPT scanner", ["+3.9 %", "+3.2 %"], "set.'policy.hmm-v.tracker' = \"ept\"\nset.'policy.hmm-v.multi_level_queue' = false"),
-    ("fixed", "+fixed threshold", ["+9.4 %", "+65 %"], "set.'policy.hmm-v.classifier' = \"fixed\""),
-    ("linux", "+PM_Linux", ["+16.3 %", "+9.3 %"], "set.'policy.hmm-v.migration' = \"linux\""),
+/// sequential access) as the paper gives it and as a change, why ours differs
+/// (sequential access; graph500's is [`FIG4_GRAPH_CAUSE`]), options.
+const ABLATION: &[(&str, &str, [(&str, f64); 2], &str, &str)] = &[
+    (
+        "ept",
+        "+EPT scanner",
+        [("+3.9 %", 0.039), ("+3.2 %", 0.032)],
+        "Tracking costs little on our workloads: +EPT scanner was level with HMM-V in the scaled matrix (docs/policies/hmm-v.md, Fig. 4) \
+         and tracking stayed within ±0.2 % of no tracking in Fig. 2b; the paper's tracking costs are a TLB-friendly program's (429.mcf).",
+        "set.'policy.hmm-v.tracker' = \"ept\"\nset.'policy.hmm-v.multi_level_queue' = false",
+    ),
+    (
+        "fixed",
+        "+fixed threshold",
+        [("+9.4 %", 0.094), ("+65 %", 0.65)],
+        "A sweeping page is seen in only some windows, so its degree stays at or under 8 and few pages pass the fixed threshold \
+         (920 in the scaled matrix, where HMM-V led by 35 %: docs/policies/hmm-v.md, Fig. 4); not yet explained at the paper's periods.",
+        "set.'policy.hmm-v.classifier' = \"fixed\"",
+    ),
+    (
+        "linux",
+        "+PM_Linux",
+        [("+16.3 %", 0.163), ("+9.3 %", 0.093)],
+        "PM_Linux's serial moves make a round's migration only a little longer (1.1 s against 0.9 in the scaled matrix, where +PM_Linux was \
+         1.8 % behind), a small part of the run (docs/policies/hmm-v.md, Fig. 4); not yet explained at the paper's periods.",
+        "set.'policy.hmm-v.migration' = \"linux\"",
+    ),
 ];
+
+/// Why ours differs from the paper's on Fig. 4's graph500, whatever the variant.
+const FIG4_GRAPH_CAUSE: &str = "Our graph-bfs builds its graph and then runs BFS over it in the order it touched it, so first touch already puts \
+the hottest arrays in DRAM and HMM-V's rounds exchange pages of nearly the same degree: every variant stays near no migration (within 1 % in the \
+scaled matrix, docs/policies/hmm-v.md, Fig. 4). The paper's lead needs a run whose first-touch placement is bad.";
+
+/// Why HMM-V reaches less of all-DRAM than the paper's on a fixed hot set that fits in
+/// DRAM (docs/policies/hmm-v.md, Fig. 5a and 5).
+const FIG5A_CAUSE: &str = "A round moves the guest's page-table pages to NVM: HMM-V's GPT tracker counts a page from the leaf entries \
+that map it, and none maps a page-table page, so their degree is 0 (docs/policies/hmm-v.md, Fig. 5a); with 4 KiB pages at 4 GiB nearly every \
+reference misses the TLB, so walks then read NVM (9.1 → 5.6 M references/s). Besides, the 10 % of accesses on the cold pages in NVM cost about \
+20 % of the time in our loop of 4 instructions per reference, where the paper's benchmark computes more between accesses.";
 
 /// The four VMs of §5.9.1: a fotonik3d-like stream, graph500, a Redis-like store with
 /// hot keys and page rank, 4 GiB each asked (graph-bfs and pagerank make 2.25 GiB; the
@@ -185,7 +219,7 @@ policy = [\"hmm-v\", \"all-slow\", \"all-fast\"]
         let refs = refs_for(rate, horizon);
         let run = [VM, PAPER_PERIODS, options, &refs, "set.'machine.tiers.fast.capacity' = \"20%\""];
         out.push(sweep(&format!("fig4-{w}"), &run, "policy = [\"hmm-v\", \"first-touch\", \"all-fast\"]"));
-        for &(name, _, _, options) in ABLATION {
+        for &(name, _, _, _, options) in ABLATION {
             let mut with = run.to_vec();
             with.extend(["policy = \"hmm-v\"", options]);
             out.push(sweep(&format!("fig4-{w}-{name}"), &with, ""));
@@ -243,6 +277,13 @@ fn slowdown_pct(r: &Value, base: &Value) -> Option<f64> {
     Some((number(r, "/summary/cycles")? / number(base, "/summary/cycles")? - 1.0) * 100.0)
 }
 
+/// A row whose figure `ours` (the number judged and the text that shows it, made by
+/// one computation) is judged as `claim` of the paper.
+pub(super) fn judged(section: &str, what: impl Into<String>, paper: &str, ours: Option<(f64, String)>, claim: Claim) -> Row {
+    let value = ours.as_ref().map(|o| o.0);
+    Row::new(section, what, paper, ours.map(|o| o.1)).judge(claim, value)
+}
+
 /// The smallest and largest of `v` as `lo…hi` with a unit, or the one value.
 fn span(v: &[f64], unit: &str) -> String {
     let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
@@ -272,11 +313,26 @@ const TABLES_3_4: [[(u32, [f64; 4]); 4]; 2] = [
 ];
 
 /// Table 5: RSS in GB, then the VMTraps of page migration, in thousands, with PM_Linux,
-/// PM_WP and PM_PML, for random read and random write.
-const TABLE_5: [[(u32, [&str; 3]); 4]; 2] = [
-    [(2, ["523", "526", "< 1"]), (4, ["1 039", "1 051", "< 1"]), (8, ["2 097", "2 102", "1"]), (16, ["4 188", "4 203", "2"])],
-    [(2, ["524", "1 030", "< 1"]), (4, ["1 049", "1 988", "< 1"]), (8, ["2 080", "3 927", "1"]), (16, ["4 196", "7 721", "2"])],
+/// PM_WP and PM_PML, for random read and random write, then PM_PML's at most, in
+/// thousands (1 where the paper prints `< 1`).
+const TABLE_5: [[(u32, [&str; 3], f64); 4]; 2] = [
+    [(2, ["523", "526", "< 1"], 1.0), (4, ["1 039", "1 051", "< 1"], 1.0), (8, ["2 097", "2 102", "1"], 1.0), (16, ["4 188", "4 203", "2"], 2.0)],
+    [(2, ["524", "1 030", "< 1"], 1.0), (4, ["1 049", "1 988", "< 1"], 1.0), (8, ["2 080", "3 927", "1"], 1.0), (16, ["4 196", "7 721", "2"], 2.0)],
 ];
+
+/// Base pages (4 KiB) in a GB of the paper's RSS, as Table 5's rows count them (2 GB:
+/// 512 k pages).
+const PAGES_PER_GB: f64 = 256.0 * 1024.0;
+
+/// The claim of a slowdown of `pct` % against all-DRAM, on ours as a fraction: a
+/// change, or no change where the paper's is below what counts as an effect.
+fn slowdown_claim(pct: f64) -> Claim {
+    if pct < 100.0 * NO_EFFECT {
+        Claim::NoChange(NO_EFFECT)
+    } else {
+        Claim::Change(pct / 100.0)
+    }
+}
 
 /// The migration variants of Tables 3–5 as the sweep names them, and as the paper.
 const VARIANTS: [(&str, &str); 3] = [("linux", "PM_Linux"), ("write-protect", "PM_WP"), ("pml", "PM_PML")];
@@ -319,16 +375,25 @@ fn fig2a_rows(res: &Results, rows: &mut Vec<Row>) {
                 Some((gs, qs, es))
             });
         }
+        // Judged on the GPT scanner's largest slowdown, in %.
         let ours = overheads.filter(|(gs, _, _)| !gs.is_empty()).map(|(gs, qs, es)| {
             let queueless = if qs.is_empty() { String::new() } else { format!(", no queue {}", span(&qs, " %")) };
-            format!("GPT {}{queueless}, EPT {}", span(&gs, " %"), span(&es, " %"))
+            (gs.iter().copied().fold(f64::MIN, f64::max), format!("GPT {}{queueless}, EPT {}", span(&gs, " %"), span(&es, " %")))
         });
-        rows.push(Row::new(
-            "§5.3.2, Fig. 2b",
-            format!("{label}: tracking slowdown against no tracking, over the hot sets"),
-            "EPT up to 20 %, GPT 2.6 % (429.mcf); GPT < 2 % in windows ≥ 600 ms",
-            ours,
-        ));
+        rows.push(
+            judged(
+                "§5.3.2, Fig. 2b",
+                format!("{label}: tracking slowdown against no tracking, over the hot sets, judged: GPT < 2 %"),
+                "EPT up to 20 %, GPT 2.6 % (429.mcf); GPT < 2 % in windows ≥ 600 ms",
+                ours,
+                Claim::AtMost(2.0),
+            )
+            .because(
+                "Our hotspot over 1 GiB misses the TLB on nearly every access, so flushing the VM's translations every window costs almost nothing \
+                 and tracking stays within ±0.2 % of no tracking (docs/policies/hmm-v.md, Fig. 2a); the paper's slowdowns are 429.mcf's, \
+                 a TLB-friendly program that loses its TLB every window, which we do not run.",
+            ),
+        );
     }
 }
 
@@ -348,17 +413,26 @@ fn tables_rows(res: &Results, rows: &mut Vec<Row>) {
             let moved: Vec<Option<&Value>> = VARIANTS.iter().map(|(how, _)| at("hmm-v", how)).collect();
             let what = format!("{access}, {fp} (the paper's {gb} GB)");
             let names = VARIANTS.map(|v| v.1).join(" / ");
-            let paper = TABLES_3_4[i].iter().find(|t| t.0 == gb).map(|(_, p)| p.map(|x| format!("{x:.1}")).join(" / ") + " %");
+            let paper = TABLES_3_4[i].iter().find(|t| t.0 == gb).map(|t| t.1);
+            // Judged on PM_PML's slowdown (the last), as a fraction.
             let ours = dram.and_then(|d| {
                 let all: Option<Vec<f64>> = std::iter::once(at("all-slow", "")).chain(moved.iter().copied()).map(|r| slowdown_pct(r?, d)).collect();
-                all.map(|v| v.iter().map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(" / ") + " %")
+                all.map(|v| (v[3] / 100.0, v.iter().map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(" / ") + " %"))
             });
-            rows.push(Row::new(
+            let row = Row::new(
                 &format!("§5.4.2, Table {}", 3 + i),
-                format!("{what}: slowdown against all-DRAM, NVM only / {names}"),
-                paper.as_deref().unwrap_or("— (the paper: 2–16 GB)"),
-                ours,
-            ));
+                format!("{what}: slowdown against all-DRAM, NVM only / {names}, judged: PM_PML"),
+                paper.map(|p| p.map(|x| format!("{x:.1}")).join(" / ") + " %").as_deref().unwrap_or("— (the paper: 2–16 GB)"),
+                ours.as_ref().map(|o| o.1.clone()),
+            );
+            rows.push(match paper {
+                Some(p) => row.judge(slowdown_claim(p[3]), ours.map(|o| o.0)).because(
+                    "Our slowdowns include each page's time in NVM before its round (every page starts there), the part all three variants share, \
+                     and our runs of 7.5–15·10⁶ references are short next to the paper's, so the migration is a larger share of the run \
+                     (docs/policies/hmm-v.md, Tables 3–5); PM_PML < PM_WP < PM_Linux holds on every row, as in the paper.",
+                ),
+                None => row,
+            });
             let traps: Option<Vec<(f64, f64)>> = moved
                 .iter()
                 .map(|r| {
@@ -368,16 +442,29 @@ fn tables_rows(res: &Results, rows: &mut Vec<Row>) {
                     Some((exits, pages))
                 })
                 .collect();
-            let paper = TABLE_5[i].iter().find(|t| t.0 == gb).map(|(_, p)| format!("{} thousand ({gb} GB: {} k pages)", p.join(" / "), gb * 256));
-            rows.push(Row::new(
+            let paper = TABLE_5[i].iter().find(|t| t.0 == gb);
+            // Judged on PM_PML's VMTraps per 1000 pages moved.
+            let ours = traps.map(|t| {
+                let pages: Vec<String> = t.iter().map(|x| format!("{:.0}", x.1)).collect();
+                let pml = 1000.0 * t[2].0 / t[2].1;
+                let exits = t.iter().map(|x| format!("{:.0}", x.0)).collect::<Vec<_>>().join(" / ");
+                (pml, format!("{exits} for {} pages moved; PM_PML {pml:.2} per 1000 pages", pages.join(" / ")))
+            });
+            let text = paper.map(|(_, p, _)| format!("{} thousand ({gb} GB: {} k pages)", p.join(" / "), gb * 256));
+            let row = Row::new(
                 "§5.4.2, Table 5",
-                format!("{what}: VMTraps (EPT violation + write protection), {names}"),
-                paper.as_deref().unwrap_or("—"),
-                traps.map(|t| {
-                    let pages: Vec<String> = t.iter().map(|x| format!("{:.0}", x.1)).collect();
-                    format!("{} for {} pages moved", t.iter().map(|x| format!("{:.0}", x.0)).collect::<Vec<_>>().join(" / "), pages.join(" / "))
-                }),
-            ));
+                format!("{what}: VMTraps (EPT violation + write protection), {names}, judged: PM_PML per 1000 pages moved"),
+                text.as_deref().unwrap_or("—"),
+                ours.as_ref().map(|o| o.1.clone()),
+            );
+            rows.push(match paper {
+                Some(&(_, _, pml)) => row.judge(Claim::AtMost(1000.0 * pml * 1000.0 / (f64::from(gb) * PAGES_PER_GB)), ours.map(|o| o.0)).because(
+                    "Not yet explained: PM_PML's VMTraps are accesses that met a page during its batch's finish (docs/policies/hmm-v.md, Tables 3–5); \
+                     with random writes they come to about a hundred a run at every footprint (60–120 at 128 MiB–1 GiB), so per page they exceed \
+                     the paper's at our footprints (÷ 16). The batch (512 pages) is an assumption: the paper gives none.",
+                ),
+                None => row,
+            });
             let speeds: Option<Vec<f64>> = moved
                 .iter()
                 .map(|r| {
@@ -388,15 +475,19 @@ fn tables_rows(res: &Results, rows: &mut Vec<Row>) {
                 })
                 .collect();
             let recopied = moved[2].and_then(|r| number(r, "/vm_moves/pml_recopied"));
-            rows.push(Row::new(
-                "§5.4.1",
-                format!("{what}: migration speed, {names}"),
-                "PM_WP ≈ PM_PML ≈ 2 × PM_Linux",
-                speeds.map(|s| {
-                    let recopies = recopied.filter(|_| i == 1).map_or(String::new(), |n| format!("; PM_PML recopied {n:.0} pages"));
-                    format!("{} MB/s{recopies}", s.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(" / "))
-                }),
-            ));
+            // Judged on PM_PML's speed over PM_Linux's.
+            let ours = speeds.map(|s| {
+                let recopies = recopied.filter(|_| i == 1).map_or(String::new(), |n| format!("; PM_PML recopied {n:.0} pages"));
+                let factor = s[2] / s[0];
+                (factor, format!("{} MB/s (PM_PML {factor:.2}× PM_Linux){recopies}", s.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(" / ")))
+            });
+            rows.push(
+                judged("§5.4.1", format!("{what}: migration speed, {names}, judged: PM_PML over PM_Linux"), "PM_WP ≈ PM_PML ≈ 2 × PM_Linux", ours, Claim::Factor(2.0))
+                    .because(
+                        "Our PM_Linux is strictly serial (one thread) and PM_PML copies with four threads, so PM_PML is about 3× as fast where the paper's is twice \
+                         (docs/policies/hmm-v.md, Tables 3–5).",
+                    ),
+            );
         }
     }
 }
@@ -411,16 +502,33 @@ fn fig4_rows(res: &Results, rows: &mut Vec<Row>) {
         // Steady state: over the second half of the references.
         let perf = |r: Option<&Value>| relative_performance_pct(r?, base?, 0.5);
         let hmmv = perf(res.find(&main, &[("policy", "hmm-v")]));
-        rows.push(Row::new("§5.5, Fig. 4", format!("{name} ({w}), DRAM 20 %: HMM-V, performance of all-DRAM"), "> 87 %", hmmv.map(|p| fmt(p, 1, " %"))));
-        let lead = |other: Option<f64>| hmmv.zip(other).map(|(a, b)| format!("{:+.1} % ({a:.1} against {b:.1} % of all-DRAM)", (a / b - 1.0) * 100.0));
-        for &(variant, label, paper, _) in ABLATION {
+        rows.push(
+            judged("§5.5, Fig. 4", format!("{name} ({w}), DRAM 20 %: HMM-V, performance of all-DRAM"), "> 87 %", hmmv.map(|p| (p, fmt(p, 1, " %"))), Claim::AtLeast(87.0))
+                .because(
+                    "Not yet explained at the paper's periods (Fig. 4's full runs are not yet in docs/policies/hmm-v.md; the scaled matrix had HMM-V at \
+                     78.5 % on graph500 and 49.6 % on sequential access). Known: each round moves the guest's page-table pages to NVM, as HMM-V's GPT \
+                     tracker never counts them (docs/policies/hmm-v.md, Fig. 5a), so the guest's page walks read NVM.",
+                ),
+        );
+        // HMM-V's lead over another configuration, as a change.
+        let lead = |other: Option<f64>| hmmv.zip(other).map(|(a, b)| (a / b - 1.0, format!("{:+.1} % ({a:.1} against {b:.1} % of all-DRAM)", (a / b - 1.0) * 100.0)));
+        for &(variant, label, paper, cause, _) in ABLATION {
             let sweep = format!("fig4-{w}-{variant}");
             if res.has(&sweep) {
-                rows.push(Row::new("§5.5, Fig. 4", format!("{name}: HMM-V over {label}"), paper[k], lead(perf(res.find(&sweep, &[])))));
+                let (text, change) = paper[k];
+                let cause = if k == 0 { FIG4_GRAPH_CAUSE } else { cause };
+                rows.push(judged("§5.5, Fig. 4", format!("{name}: HMM-V over {label}"), text, lead(perf(res.find(&sweep, &[]))), Claim::Change(change)).because(cause));
             }
         }
-        let paper = ["+105 % over NUMA_B", "+74 % over NUMA_B"][k];
-        rows.push(Row::new("§5.5, Fig. 4", format!("{name}: HMM-V over no migration (the paper: NUMA_B)"), paper, lead(perf(res.find(&main, &[("policy", "first-touch")])))));
+        let (paper, change) = [("+105 % over NUMA_B", 1.05), ("+74 % over NUMA_B", 0.74)][k];
+        let cause = if k == 0 {
+            FIG4_GRAPH_CAUSE
+        } else {
+            "Not yet explained at the paper's periods: the scaled matrix had HMM-V 35 % over no migration (docs/policies/hmm-v.md, Fig. 4). \
+             No migration (first touch) stands for NUMA_B, which moves nothing once first touch has filled DRAM (docs/policies/baselines.md)."
+        };
+        let none = lead(perf(res.find(&main, &[("policy", "first-touch")])));
+        rows.push(judged("§5.5, Fig. 4", format!("{name}: HMM-V over no migration (the paper: NUMA_B)"), paper, none, Claim::Change(change)).because(cause));
     }
 }
 
@@ -432,23 +540,44 @@ fn fig5_rows(res: &Results, rows: &mut Vec<Row>) {
         let ours = run.zip(base).and_then(|(r, b)| {
             let promoted: f64 = r.pointer("/policy_report/rounds")?.as_array()?.iter().map(|x| x["promoted_pages"].as_f64().unwrap_or(0.0)).sum();
             // Runs bounded by time: the throughput over the second half.
-            Some(format!("{:.1} % ({promoted:.0} pages promoted)", relative_throughput_pct(r, b, 0.5)?))
+            let p = relative_throughput_pct(r, b, 0.5)?;
+            Some((p, format!("{p:.1} % ({promoted:.0} pages promoted)")))
         });
-        let paper = if pct <= 50.0 { "> 93 %" } else { "— (exceeds DRAM: converges with NUMA_B)" };
-        rows.push(Row::new("§5.6.1, Fig. 5a", format!("hot set {pct:.0} % of the RSS, DRAM 50 %: HMM-V, performance of all-DRAM"), paper, ours));
+        let what = format!("hot set {pct:.0} % of the RSS, DRAM 50 %: HMM-V, performance of all-DRAM");
+        // A hot set beyond DRAM has no figure of the paper's.
+        rows.push(if pct <= 50.0 {
+            judged("§5.6.1, Fig. 5a", what, "> 93 %", ours, Claim::AtLeast(93.0)).because(FIG5A_CAUSE)
+        } else {
+            Row::new("§5.6.1, Fig. 5a", what, "— (exceeds DRAM: converges with NUMA_B)", ours.map(|o| o.1))
+        });
     }
     if res.has("fig5b") {
         let base = res.find("fig5b", &[("policy", "all-fast")]);
         let perf = |policy| relative_performance_pct(res.find("fig5b", &[("policy", policy)])?, base?, 0.0);
         let rounds = res.find("fig5b", &[("policy", "hmm-v")]).and_then(|r| r.pointer("/policy_report/rounds")?.as_array().map(Vec::len));
-        let hmmv = perf("hmm-v").zip(rounds).map(|(p, n)| format!("{p:.1} % ({n} rounds)"));
-        rows.push(Row::new("§5.6.2, Fig. 5b", "four hot regions of 25 % in turn: HMM-V, performance of all-DRAM", "94 %", hmmv));
-        rows.push(Row::new(
-            "§5.6.2, Fig. 5b",
-            "four hot regions in turn: no migration (the paper: NUMA_B), performance of all-DRAM",
-            "67 % (a 1.5× slowdown)",
-            perf("first-touch").map(|p| fmt(p, 1, " %")),
-        ));
+        let hmmv = perf("hmm-v").zip(rounds).map(|(p, n)| (p, format!("{p:.1} % ({n} rounds)")));
+        rows.push(
+            judged("§5.6.2, Fig. 5b", "four hot regions of 25 % in turn: HMM-V, performance of all-DRAM", "94 %", hmmv, Claim::AtLeast(94.0)).because(
+                "Not yet explained at the paper's periods (Fig. 5b's full run is not yet in docs/policies/hmm-v.md). Known: a new region's pages move \
+                 only at the next clock switch (every 60 s; a stage lasts about 75 s), after a round's 4.8 s of tracking, and each round moves the \
+                 guest's page-table pages to NVM (docs/policies/hmm-v.md, Fig. 5a).",
+            ),
+        );
+        // Judged on the slowdown, all-DRAM's performance over ours.
+        let none = perf("first-touch").map(|p| (100.0 / p, format!("{p:.1} % (a {:.2}× slowdown)", 100.0 / p)));
+        rows.push(
+            judged(
+                "§5.6.2, Fig. 5b",
+                "four hot regions in turn: no migration (the paper: NUMA_B), performance of all-DRAM",
+                "67 % (a 1.5× slowdown)",
+                none,
+                Claim::Factor(1.5),
+            )
+            .because(
+                "Not yet explained at the paper's periods (the scaled matrix had no migration at 68.8 % of all-DRAM, docs/policies/hmm-v.md, Fig. 5). \
+                 No migration (first touch) stands for NUMA_B, which moves nothing once first touch has filled DRAM (docs/policies/baselines.md).",
+            ),
+        );
     }
 }
 
@@ -495,8 +624,15 @@ fn four_vms_rows(res: &Results, rows: &mut Vec<Row>) {
     rows.push(Row::new("§5.9.1, Fig. 8a", format!("{what}: island, performance of all-DRAM per VM"), "—", show(&island)));
     rows.push(Row::new("§5.9.1, Fig. 8a", format!("{what}: pool, performance of all-DRAM per VM"), "ahead of island on every VM", show(&pool)));
     let values = |v: &[(String, f64)]| v.iter().map(|x| x.1).collect::<Vec<_>>();
-    let lead = island.as_deref().zip(pool.as_deref()).and_then(|(i, p)| Some((geomean(&values(p))? / geomean(&values(i))? - 1.0) * 100.0));
-    rows.push(Row::new("§5.9.1, Fig. 8a", "four VMs: pool over island (geometric mean)", "+12 %", lead.map(|l| format!("{l:+.1} %"))));
+    let lead = island.as_deref().zip(pool.as_deref()).and_then(|(i, p)| Some(geomean(&values(p))? / geomean(&values(i))? - 1.0));
+    rows.push(
+        judged("§5.9.1, Fig. 8a", "four VMs: pool over island (geometric mean)", "+12 %", lead.map(|l| (l, format!("{:+.1} %", l * 100.0))), Claim::Change(0.12)).because(
+            "The first round (0.6 to about 5.4 s) comes when stream has touched a third of its 4 GiB, so its hot set looks small and pool mode \
+             takes its DRAM down to the lower limit (75 %), where the paper's fotonik3d gained 1.5 GB; later rounds find it small again, as stream \
+             sweeps its arrays more slowly than a round tracks, and pagerank stayed at the lower limit (docs/policies/hmm-v.md, §5.9.1). \
+             When the paper's first round comes is not given.",
+        ),
+    );
     rows.push(Row::new("§5.9.1", "four VMs, pool: DRAM per VM, initial → at the end", "VM1 +1.5 GB, VM2 −1.5, VM3 −1.5, VM4 −2 (8 GB each)", run("pool").and_then(dram_per_vm)));
 }
 
@@ -513,6 +649,7 @@ fn table(res: &Results) -> Vec<Row> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::study::reproduce::{results_of, Verdict};
     use serde_json::json;
 
     /// Two VMs, kv on core 1 (tenant 1) and stream on core 0 (tenant 0), HMM-V's
@@ -548,5 +685,38 @@ mod tests {
             { "core": 1, "tenant": 1, "workload": { "name": "stream" } },
         ]);
         assert_eq!(per_vm_pct(&run([50, 100]), &base), Some(vec![("stream".to_string(), 50.0), ("kv".to_string(), 25.0)]));
+    }
+
+    /// A run of 200 cycles that issued `refs` references in each half, whose one round
+    /// promoted 10 pages.
+    fn timed(refs: [u64; 2]) -> Value {
+        json!({
+            "summary": { "references": refs[0] + refs[1], "cycles": 200 },
+            "epochs": [{ "references": refs[0], "end_cycle": 100 }, { "references": refs[1], "end_cycle": 200 }],
+            "policy_report": { "rounds": [{ "promoted_pages": 10 }] },
+        })
+    }
+
+    /// Fig. 5a is judged on the throughput over the second half of the cycles: on the
+    /// hot set of 20 %, HMM-V issues 80 references in cycles 100–200 where all-DRAM
+    /// issues 100, so 80.0 % of all-DRAM against the paper's > 93 %: short of the bound
+    /// but above half of it (46.5 %), partly. The hot set of 80 % (beyond DRAM) has no
+    /// figure of the paper's, so no verdict.
+    #[test]
+    fn fig5a_is_judged_on_the_throughput_of_the_second_half() {
+        let at = |h, p| [("workload.hotspot.hot_size", h), ("policy", p)];
+        let (a, b, c, d) = (at("0.2", "hmm-v"), at("0.2", "all-fast"), at("0.8", "hmm-v"), at("0.8", "all-fast"));
+        let res = results_of("fig5a", vec![(&a, timed([100, 80])), (&b, timed([100, 100])), (&c, timed([100, 40])), (&d, timed([100, 100]))]);
+        let mut rows = Vec::new();
+        fig5_rows(&res, &mut rows);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].ours, "80.0 % (10 pages promoted)");
+        let Some((claim, Some(ours))) = rows[0].judged else { panic!("the hot set of 20 % carries the paper's claim") };
+        assert_eq!(claim, Claim::AtLeast(93.0));
+        assert!((ours - 80.0).abs() < 1e-9);
+        assert_eq!(rows[0].verdict(), Some(Verdict::Partly));
+        assert!(rows[0].cause.is_some());
+        assert_eq!(rows[1].ours, "40.0 % (10 pages promoted)");
+        assert_eq!(rows[1].verdict(), None);
     }
 }

@@ -150,6 +150,25 @@ impl Claim {
         }
     }
 
+    /// Which way our figure `ours` goes: for a change or a factor the sign of its
+    /// effect (0 when it is no effect), for a bound or a claim of no change whether
+    /// it is kept (1) or not (−1). A quick matrix must go the same way as the full one
+    /// on every row it keeps.
+    pub fn direction(self, ours: f64) -> i8 {
+        let sign = |effect: f64| if effect.abs() < NO_EFFECT { 0 } else if effect > 0.0 { 1 } else { -1 };
+        match self {
+            Claim::Change(_) => sign(ours),
+            Claim::Factor(_) => sign(ours - 1.0),
+            Claim::AtMost(_) | Claim::AtLeast(_) | Claim::NoChange(_) => {
+                if self.judge(ours) == Verdict::Reproduced {
+                    1
+                } else {
+                    -1
+                }
+            }
+        }
+    }
+
     fn bounded(kept: bool, within_twice: bool) -> Verdict {
         if kept {
             Verdict::Reproduced
@@ -207,6 +226,28 @@ pub struct ScoredPaper {
     pub rows: Vec<Row>,
     /// What differs from the paper's setting (`Paper::setting`), the row's scale.
     pub setting: String,
+    /// For a quick scoreboard, the same paper's rows from its full matrix when its
+    /// store is there (`reproduce-PAPER.db`), to check that quick goes the same way.
+    pub full: Option<Vec<Row>>,
+}
+
+/// The row of `rows` that compares the same figure as `row` (the same section and
+/// figure) and carries a claim.
+fn same_row<'a>(rows: &'a [Row], row: &Row) -> Option<&'a Row> {
+    rows.iter().find(|r| r.judged.is_some() && r.section == row.section && r.what == row.what)
+}
+
+/// The judged rows of `quick` whose figure goes another way than the same row of
+/// `full` (both measured), with that row.
+pub fn disagreements<'a>(quick: &'a [Row], full: &'a [Row]) -> Vec<(&'a Row, &'a Row)> {
+    quick
+        .iter()
+        .filter_map(|q| {
+            let f = same_row(full, q)?;
+            let ((claim, Some(a)), (_, Some(b))) = (q.judged?, f.judged?) else { return None };
+            (claim.direction(a) != claim.direction(b)).then_some((q, f))
+        })
+        .collect()
 }
 
 /// The scoreboard across `papers` (Markdown): the rule, the counts per paper, then
@@ -234,11 +275,26 @@ pub fn scoreboard(papers: &[ScoredPaper], quick: bool, commit: &str, failed: &[(
     for p in papers {
         out += &format!("\n<a id=\"{}\"></a>\n## {}: {}\n\n", p.paper.name, p.paper.name, cell(p.paper.title));
         out += &format!("Scale: {} Discussion: [{}]({}).\n\n", cell(&p.setting), p.paper.doc, p.paper.doc.trim_start_matches("docs/"));
-        out += "| section | claim | paper | tiersim | verdict | cause of the difference |\n|---|---|---|---|---|---|\n";
+        if let Some(full) = &p.full {
+            let both = p.rows.iter().filter(|q| q.verdict().is_some_and(|v| v != Verdict::NotMeasured) && same_row(full, q).is_some_and(|f| f.verdict() != Some(Verdict::NotMeasured))).count();
+            let off = disagreements(&p.rows, full);
+            out += &format!("Quick against the full matrix (its store is there): {} of {both} rows measured in both go the same way", both - off.len());
+            out += &if off.is_empty() { ".\n\n".to_string() } else {
+                format!("; not: {}.\n\n", off.iter().map(|(q, f)| format!("{} (quick {}, full {})", cell(&q.what), cell(&q.ours), cell(&f.ours))).collect::<Vec<_>>().join("; "))
+            };
+        }
+        let full_column = p.full.is_some();
+        out += if full_column {
+            "| section | claim | paper | tiersim | verdict | full matrix | cause of the difference |\n|---|---|---|---|---|---|---|\n"
+        } else {
+            "| section | claim | paper | tiersim | verdict | cause of the difference |\n|---|---|---|---|---|---|\n"
+        };
         for r in p.rows.iter().filter(|r| r.judged.is_some()) {
             let verdict = r.verdict().map_or("", Verdict::label);
             let cause = if matches!(r.verdict(), Some(Verdict::Partly | Verdict::Not)) { r.cause.unwrap_or("") } else { "" };
-            out += &format!("| {} | {} | {} | {} | {verdict} | {} |\n", cell(&r.section), cell(&r.what), cell(&r.paper), cell(&r.ours), cell(cause));
+            let full = p.full.as_deref().map(|f| same_row(f, r).and_then(Row::verdict).map_or("—", Verdict::label));
+            let full = full.map_or(String::new(), |v| format!(" {v} |"));
+            out += &format!("| {} | {} | {} | {} | {verdict} |{full} {} |\n", cell(&r.section), cell(&r.what), cell(&r.paper), cell(&r.ours), cell(cause));
         }
     }
     if !failed.is_empty() {
@@ -591,6 +647,31 @@ mod tests {
         let row = Row::new("§1", "a", "b", Some("NaN".into())).judge(plus20, Some(f64::NAN));
         assert_eq!(row.verdict(), Some(NotMeasured));
         assert_eq!(Row::new("§1", "a", "b", None).verdict(), None);
+    }
+
+    #[test]
+    fn the_scoreboard_counts_verdicts_and_checks_quick_against_full() {
+        let claim = |what: &str, ours: f64| Row::new("§1", what, "+20 %", Some(format!("{ours}"))).judge(Claim::Change(0.2), Some(ours)).because("a | cause");
+        // Quick: a reproduced (+0.15), a partly (+0.5), a not (−0.1); full: the first
+        // two the same way, the third level (−0.005 is no effect), so quick's third
+        // row goes another way.
+        let quick = vec![claim("a", 0.15), claim("b", 0.5), claim("c", -0.1), Row::new("§2", "detail", "-", Some("1".into()))];
+        let full = vec![claim("a", 0.25), claim("b", 0.3), claim("c", -0.005)];
+        let off = disagreements(&quick, &full);
+        assert_eq!(off.len(), 1);
+        assert_eq!((off[0].0.what.as_str(), off[0].1.ours.as_str()), ("c", "-0.005"));
+        let papers = [ScoredPaper { paper: PAPERS[0], rows: quick, setting: "small.".into(), full: Some(full) }];
+        let text = scoreboard(&papers, true, "abc123", &[("spar: x".into(), "boom".into())]);
+        let name = PAPERS[0].name;
+        assert!(text.contains("Generated by `tiersim reproduce --all --quick` on tiersim commit abc123"), "{text}");
+        assert!(text.contains(&format!("| [{name}](#{name}) | 3 | 1 | 1 | 1 | 0 |\n| all | **3** | **1** | **1** | **1** | **0** |")), "{text}");
+        assert!(text.contains("2 of 3 rows measured in both go the same way; not: c (quick -0.1, full -0.005)."), "{text}");
+        // The cause is shown where the claim is not reproduced, with `|` escaped; the
+        // detail row is not scored.
+        assert!(text.contains("| §1 | a | +20 % | 0.15 | reproduced | reproduced |  |\n"), "{text}");
+        assert!(text.contains("| §1 | c | +20 % | -0.1 | not | not | a \\| cause |\n"), "{text}");
+        assert!(!text.contains("| §2 | detail"));
+        assert!(text.contains("## Runs that failed") && text.contains("- spar: x: boom"));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! baseline), first-touch, huge-page migration (`hugepage-otf`), subpage migration
 //! with address reconciliation (`spar`) and with reverse migration (`sprm`).
 
-use super::{fmt, number, signed_pct, spec, Paper, Results, Row};
+use super::{fmt, number, signed_pct, spec, Claim, Paper, Results, Row};
 use crate::study::Spec;
 use serde_json::Value;
 
@@ -21,6 +21,9 @@ pub const PAPER: Paper = Paper {
 
 /// The sweep's name.
 const SWEEP: &str = "mixes";
+
+/// The sweep of `spar` with the threshold fixed, as the authors' code keeps it.
+const FIXED: &str = "fixed-threshold";
 
 /// The mixes (each a preset of 16 programs) and the class of Table 4 each stands for.
 const MIXES: &[(&str, &str)] = &[
@@ -49,7 +52,13 @@ fn sweeps(quick: bool) -> Vec<Spec> {
         list(&mut mixes.iter().map(|m| m.0)),
         list(&mut policies(quick).iter().copied())
     );
-    vec![spec(SWEEP, &text)]
+    // The authors' simulator has the adaptive rule commented out: its threshold
+    // stays at 2048 (issue 40 §5); our adaptive rule drives it to its floor.
+    let fixed = format!(
+        "baseline = \"round-robin\"\n[run]\nset.'policy.spar.adaptive' = false\n[axes]\npreset = [{}]\npolicy = [\"spar\"]\n",
+        list(&mut mixes.iter().map(|m| m.0))
+    );
+    vec![spec(SWEEP, &text), spec(FIXED, &fixed)]
 }
 
 fn setting(quick: bool, _: &Results) -> String {
@@ -62,6 +71,13 @@ fn setting(quick: bool, _: &Results) -> String {
     };
     text.into()
 }
+
+/// Why `spar` loses where it does (docs/policies/spar.md, "Results").
+const RECONCILIATION_CAUSE: &str = "Our reconciliation completes the page (our reading of §3): with one or two hot subpages per huge page in our \
+fragmented mixes no page reaches the 50 % share, the ReMap table fills with pairs and the best page is completed anyway, so MigC is busy \
+nearly the whole run (98 % on spar-frag) and cores wait behind it; the adaptive threshold sits at its floor (512) on every mix, its \
+constants (the authors', for 4 KiB pages) scaled by 16 by our choice. Also: our 16-program mixes stand for the paper's SPEC CPU2006 \
+mixes, 1.5 M references per core instead of 500 M instructions.";
 
 /// The speedup of `run` over `base`: the baseline's cycles over the run's.
 fn speedup(run: &Value, base: &Value) -> Option<f64> {
@@ -111,18 +127,37 @@ fn table(res: &Results) -> Vec<Row> {
             run("spar").map(|_| format!("{} / {} / {}", threshold("spar"), threshold("hugepage-otf"), threshold("sprm"))),
         ));
     }
-    let mean = |i: usize| -> Option<String> {
+    let mean = |i: usize| -> Option<(f64, String)> {
         if spar_over.is_empty() {
             return None;
         }
         let v: Vec<(&str, f64)> = spar_over.iter().map(|x| (x.0, [x.1, x.2, x.3][i])).collect();
         let m = v.iter().map(|x| x.1).sum::<f64>() / v.len() as f64;
         let best = v.iter().fold(v[0], |a, &b| if b.1 > a.1 { b } else { a });
-        Some(format!("{} over {} mixes (best {} {})", signed_pct((m - 1.0) * 100.0, 1), v.len(), best.0, signed_pct((best.1 - 1.0) * 100.0, 1)))
+        Some((m - 1.0, format!("{} over {} mixes (best {} {})", signed_pct((m - 1.0) * 100.0, 1), v.len(), best.0, signed_pct((best.1 - 1.0) * 100.0, 1))))
     };
-    rows.push(Row::new("§5, Fig. 2", "spar over round-robin (no migration), mean of the mixes' speedups", "+20 % (up to +55 %)", mean(0)));
-    rows.push(Row::new("§5, Fig. 2", "spar over hugepage-otf", "+2 % (up to +17 %)", mean(1)));
-    rows.push(Row::new("§5, Fig. 2", "spar over sprm", "+10 %", mean(2)));
+    let row = |what: &str, paper: &str, i: usize, claim: f64, cause: &'static str| {
+        let m = mean(i);
+        Row::new("§5, Fig. 2", what, paper, m.as_ref().map(|m| m.1.clone())).judge(Claim::Change(claim), m.map(|m| m.0)).because(cause)
+    };
+    rows.push(row("spar over round-robin (no migration), mean of the mixes' speedups", "+20 % (up to +55 %)", 0, 0.20, RECONCILIATION_CAUSE));
+    let fixed: Vec<f64> = MIXES
+        .iter()
+        .filter_map(|m| speedup(res.find(FIXED, &[("preset", m.0)])?, res.find(SWEEP, &[("preset", m.0), ("policy", "round-robin")])?))
+        .collect();
+    let fixed_mean = (!fixed.is_empty()).then(|| fixed.iter().sum::<f64>() / fixed.len() as f64 - 1.0);
+    rows.push(
+        Row::new(
+            "§5, Fig. 2",
+            "spar over round-robin with the threshold fixed at 2048 as the authors' code keeps it (--set policy.spar.adaptive=false)",
+            "+20 % (up to +55 %)",
+            fixed_mean.map(|m| format!("{} over {} mixes", signed_pct(m * 100.0, 1), fixed.len())),
+        )
+        .judge(Claim::Change(0.20), fixed_mean)
+        .because("With the threshold fixed, fewer subpages cross it and MigC is less busy; what is left is our reconciliation, which completes pages (our reading of §3) where the authors' code reconciles the oldest entry alone."),
+    );
+    rows.push(row("spar over hugepage-otf", "+2 % (up to +17 %)", 1, 0.02, RECONCILIATION_CAUSE));
+    rows.push(row("spar over sprm", "+10 %", 2, 0.10, RECONCILIATION_CAUSE));
     rows
 }
 
@@ -132,8 +167,12 @@ mod tests {
 
     #[test]
     fn the_full_matrix_is_the_docs() {
-        let points = sweeps(false)[0].points();
+        let specs = sweeps(false);
+        let points = specs[0].points();
         assert_eq!(points.len(), 4 * 5);
+        let fixed = specs[1].points();
+        assert_eq!(fixed.len(), 4);
+        assert_eq!(fixed[0].options["policy.spar.adaptive"], "false");
         assert_eq!((points[0].options["preset"].as_str(), points[0].options["policy"].as_str()), ("spar-frag", "round-robin"));
         assert_eq!(points[0].options.len(), 2, "the presets' own footprints and references");
     }
