@@ -537,6 +537,12 @@ mod tests {
                 assert_eq!(names.len(), sweeps.len(), "{}: sweep names are unique", p.name);
                 for s in &sweeps {
                     s.check_runs(&s.points()).unwrap_or_else(|e| panic!("{} {}: {e:#}", p.name, s.name));
+                    // A baseline must be one of the sweep's policies: the report
+                    // normalises to it once every run is done.
+                    if let Some(b) = &s.baseline {
+                        let policies: Vec<&str> = s.axes.iter().filter(|(k, _)| k == "policy").flat_map(|(_, v)| v.iter().map(|x| x.0.as_str())).collect();
+                        assert!(policies.contains(&b.as_str()), "{} {}: baseline {b} is not among the policies {policies:?}", p.name, s.name);
+                    }
                 }
             }
         }

@@ -48,7 +48,7 @@ fn sweeps(_quick: bool) -> Vec<Spec> {
     // The authors' simulator has the adaptive rule commented out: its threshold
     // stays at 2048 (issue 40 §5); our adaptive rule drives it to its floor.
     let fixed = format!(
-        "baseline = \"round-robin\"\n[run]\nset.'policy.spar.adaptive' = false\n[axes]\npreset = [{}]\npolicy = [\"spar\"]\n",
+        "[run]\nset.'policy.spar.adaptive' = false\n[axes]\npreset = [{}]\npolicy = [\"spar\"]\n",
         list(&mut mixes.iter().map(|m| m.0))
     );
     vec![spec(SWEEP, &text), spec(FIXED, &fixed)]
