@@ -9,7 +9,7 @@
 //! round every 4 s), so that a run of about 16 simulated seconds sees 4 rounds: at the
 //! paper's time scale a run needs about 9 minutes of wall time per program.
 
-use super::{fmt, number, signed_pct, spec, Paper, Results, Row};
+use super::{fmt, number, signed_pct, spec, Claim, Paper, Results, Row};
 use crate::study::Spec;
 use serde_json::Value;
 
@@ -158,11 +158,37 @@ fn busy_pct(m: &Value, role: &str) -> Option<f64> {
 }
 
 /// §7.4's migration overhead as we can measure it: the time the migration thread (CPU
-/// moves) and the DMA engine were busy, as shares of the run.
-fn migration_busy(m: &Value) -> Option<String> {
+/// moves) and the DMA engine were busy, as shares of the run: their sum in %, and the
+/// text that shows it.
+fn migration_busy(m: &Value) -> Option<(f64, String)> {
     let (cpu, dma) = (busy_pct(m, "migration")?, busy_pct(m, "dma")?);
-    Some(format!("{} (CPU moves {}, DMA {})", fmt(cpu + dma, 1, " %"), fmt(cpu, 1, " %"), fmt(dma, 1, " %")))
+    Some((cpu + dma, format!("{} (CPU moves {}, DMA {})", fmt(cpu + dma, 1, " %"), fmt(cpu, 1, " %"), fmt(dma, 1, " %"))))
 }
+
+/// A row whose figure (the number judged and the text that shows it) is judged as
+/// `claim`, with the cause of a difference.
+fn judged(section: &str, what: String, paper: &str, ours: Option<(f64, String)>, claim: Claim, cause: &'static str) -> Row {
+    let value = ours.as_ref().map(|o| o.0);
+    Row::new(section, what, paper, ours.map(|o| o.1)).judge(claim, value).because(cause)
+}
+
+/// The causes of "Against the paper" (docs/policies/memos.md), row by row.
+const START_IN_NVM: &str = "Every page starts in NVM and the first round comes after 4 s (periods ÷ 5): most writes of a short program \
+happen in NVM before its pages move; kv's updates spread over most of its 64 MiB, of which DRAM holds half.";
+const LIFETIME: &str = "The baseline (interleave) already sends half the writes to DRAM; the paper's baseline lifetimes come from its own \
+emulation of SPEC and memcached, whose write sets are smaller than our footprints.";
+const NVM_LATENCY: &str = "Our PCM reads (75 ns on a row miss) are about twice DRAM's, so NVM-only's AMAT is not far from DRAM-only's; \
+energy follows the writes that left NVM.";
+const BANKS: &str = "Page-interleaved banks already spread accesses evenly; confining thrashing pages to slab 0 leaves 16 frames per \
+(bank, slab 0) colour of DRAM, after which Algorithm 2 widens to any slab.";
+const THRASHING: &str = "Accessed bits cannot tell a streaming page from a hot page whose lines stay cached: kv's hottest pages are seen \
+at every sampling, classified thrashing and confined to slab 0 (1/16 of the LLC); with thrash_max_gap = 0 the misses are +2 %.";
+const NVM_TRAFFIC: &str = "On kv+stream, stream's written arrays are write-dominated every pass although each page is touched rarely: \
+they fill DRAM first (WD before RD, §5.3) and kv's hot read pages stay in NVM; on gups+chase most writes come before the first round.";
+const THROUGHPUT: &str = "Fig. 17 is measured on an all-DRAM machine (§7.3) with many SPEC programs injected over time, where the gain is \
+partitioning cache, banks and channels among interfering programs; our mixes have one or two programs, and the thrashing class costs kv LLC hits.";
+const MIGRATION: &str = "The paper does not say what its 8 % is relative to; ours is the share of the run the migration thread and the \
+DMA engine were busy, the nearest figure, not the same one.";
 
 fn table(res: &Results) -> Vec<Row> {
     let mut rows = Vec::new();
@@ -177,39 +203,52 @@ fn table(res: &Results) -> Vec<Row> {
             let (a, b) = (tier(r, 0, key), tier(r, 1, key));
             (a + b > 0.0).then(|| a / (a + b) * 100.0)
         };
-        rows.push(Row::new(
+        rows.push(judged(
             "§7.1",
-            format!("{set}: DRAM's share of the writes, memos (interleave)"),
+            format!("{set}: DRAM's share of the writes, memos (interleave) (judged: memos' at least the paper's)"),
             "83.2 % of writes moved to DRAM",
-            both.and_then(|(m, b)| Some(format!("{} ({})", fmt(dram_share(m, "writes")?, 1, " %"), fmt(dram_share(b, "writes")?, 1, " %")))),
+            both.and_then(|(m, b)| {
+                let share = dram_share(m, "writes")?;
+                Some((share, format!("{} ({})", fmt(share, 1, " %"), fmt(dram_share(b, "writes")?, 1, " %"))))
+            }),
+            Claim::AtLeast(83.2),
+            START_IN_NVM,
         ));
-        rows.push(Row::new(
+        rows.push(judged(
             "§7.1",
             format!("{set}: NVM lifetime (Start-Gap), memos vs interleave"),
             "×40 on average (up to ×500)",
             both.and_then(|(m, b)| {
                 let (a, b) = (tier(m, 1, "start_gap_lifetime_years"), tier(b, 1, "start_gap_lifetime_years"));
-                (b > 0.0).then(|| format!("×{:.2}", a / b))
+                (b > 0.0).then(|| (a / b, format!("×{:.2}", a / b)))
             }),
+            Claim::Factor(40.0),
+            LIFETIME,
         ));
-        rows.push(Row::new(
+        rows.push(judged(
             "§7.1, Fig. 14",
             format!("{set}: memory AMAT, memos vs NVM-only"),
             "−79.6 %",
             m.zip(slow).and_then(|(m, s)| {
                 let (a, b) = (number(m, "/summary/amat_ns")?, number(s, "/summary/amat_ns")?);
+                let change = change_pct(a, b)?;
                 let dram = fast.and_then(|f| number(f, "/summary/amat_ns")).map_or_else(|| "not run".into(), |d| fmt(d, 1, " ns"));
-                Some(format!("{a:.1} vs {b:.1} ns: {} (DRAM-only {dram})", signed(change_pct(a, b))))
+                Some((change / 100.0, format!("{a:.1} vs {b:.1} ns: {} (DRAM-only {dram})", signed(Some(change)))))
             }),
+            Claim::Change(-0.796),
+            NVM_LATENCY,
         ));
-        rows.push(Row::new(
+        rows.push(judged(
             "§7.1, Fig. 14",
             format!("{set}: NVM dynamic energy, memos vs NVM-only"),
             "−77.2 %",
-            m.zip(slow).map(|(m, s)| {
+            m.zip(slow).and_then(|(m, s)| {
                 let (a, b) = (tier(m, 1, "dynamic_energy_j"), tier(s, 1, "dynamic_energy_j"));
-                format!("{a:.1} vs {b:.1} J: {}", signed(change_pct(a, b)))
+                let change = change_pct(a, b)?;
+                Some((change / 100.0, format!("{a:.1} vs {b:.1} J: {}", signed(Some(change)))))
             }),
+            Claim::Change(-0.772),
+            NVM_LATENCY,
         ));
         let later = m.map(passes_after_first_round).unwrap_or_default();
         rows.push(Row::new(
@@ -228,40 +267,65 @@ fn table(res: &Results) -> Vec<Row> {
                 format!("HOT/COLD {} vs {}, WD/RD {} vs {}", rate("hot", "cold", 0), rate("hot", "cold", 1), rate("writes", "reads", 0), rate("writes", "reads", 1))
             }),
         ));
-        rows.push(Row::new(
+        rows.push(judged(
             "§7.2, Fig. 15",
             format!("{set}: SD of active pages per NVM bank, memos' first pass → mean after the first round"),
             "−60–70 %",
             m.filter(|_| !later.is_empty()).and_then(|m| {
                 let first = m["policy_report"]["series"]["bank_sd"][0][1].as_f64()?;
                 let after = series_sum(m, "bank_sd", 1, &later) / later.len() as f64;
-                Some(format!("{first:.1} → {after:.1} ({})", signed(change_pct(after, first))))
+                let change = change_pct(after, first)?;
+                Some((change / 100.0, format!("{first:.1} → {after:.1} ({})", signed(Some(change)))))
             }),
+            Claim::Change(-0.65),
+            BANKS,
         ));
-        rows.push(Row::new(
+        rows.push(judged(
             "§7.2",
             format!("{set}: LLC misses, memos vs interleave"),
             "−27.4 % (against cache hashing)",
-            both.and_then(|(m, b)| Some(signed(change_pct(number(m, "/summary/llc_mpki")?, number(b, "/summary/llc_mpki")?)))),
+            both.and_then(|(m, b)| {
+                let change = change_pct(number(m, "/summary/llc_mpki")?, number(b, "/summary/llc_mpki")?)?;
+                Some((change / 100.0, signed(Some(change))))
+            }),
+            Claim::Change(-0.274),
+            THRASHING,
         ));
-        rows.push(Row::new(
+        rows.push(judged(
             "§7.2, Fig. 16",
-            format!("{set}: NVM reads / writes, memos vs interleave"),
+            format!("{set}: NVM reads / writes, memos vs interleave (judged: the writes)"),
             "−42 % / −50 %",
-            both.map(|(m, b)| format!("{} / {}", signed(change_pct(tier(m, 1, "reads"), tier(b, 1, "reads"))), signed(change_pct(tier(m, 1, "writes"), tier(b, 1, "writes"))))),
+            both.and_then(|(m, b)| {
+                let writes = change_pct(tier(m, 1, "writes"), tier(b, 1, "writes"))?;
+                Some((writes / 100.0, format!("{} / {}", signed(change_pct(tier(m, 1, "reads"), tier(b, 1, "reads"))), signed(Some(writes)))))
+            }),
+            Claim::Change(-0.50),
+            NVM_TRAFFIC,
         ));
         let gain = |r: Option<&Value>| r.zip(base).and_then(|(r, b)| change_pct(throughput(r)?, throughput(b)?));
-        let ours = m.zip(base).map(|_| match colouring {
-            Some(c) => format!("{} (cache-bank-colouring {})", signed(gain(m)), signed(gain(Some(c)))),
-            None => signed(gain(m)),
+        let ours = m.zip(base).and_then(|_| {
+            let own = gain(m)?;
+            Some((own / 100.0, match colouring {
+                Some(c) => format!("{} (cache-bank-colouring {})", signed(Some(own)), signed(gain(Some(c)))),
+                None => signed(Some(own)),
+            }))
         });
-        rows.push(Row::new("§7.3, Fig. 17", format!("{set}: throughput vs interleave, memos"), "+19.1 % (7.3 % above the best other scheme)", ours));
-        rows.push(Row::new("§7.4", format!("{set}: a locked CPU move of 4 KiB, migration thread's time"), "3 µs", m.and_then(cpu_move_us).map(|us| fmt(us, 2, " µs"))));
-        rows.push(Row::new(
+        rows.push(judged("§7.3, Fig. 17", format!("{set}: throughput vs interleave, memos"), "+19.1 % (7.3 % above the best other scheme)", ours, Claim::Change(0.191), THROUGHPUT));
+        rows.push(judged(
+            "§7.4",
+            format!("{set}: a locked CPU move of 4 KiB, migration thread's time"),
+            "3 µs",
+            m.and_then(cpu_move_us).map(|us| (us, fmt(us, 2, " µs"))),
+            Claim::Figure(3.0),
+            "The model's copy, flush, page-table update, shootdown and migrate_software_ns, nothing fitted; a busier channel lengthens the copy.",
+        ));
+        rows.push(judged(
             "§7.4",
             format!("{set}: migration (lazy), the migration thread and the DMA engine busy, share of the run"),
             "migration overhead < 8 % on average with lazy migration",
             m.and_then(migration_busy),
+            Claim::AtMost(8.0),
+            MIGRATION,
         ));
         rows.push(Row::new(
             "§7.4",
@@ -324,6 +388,15 @@ mod tests {
         assert_eq!(ours("migration (lazy)").as_deref(), Some("5.0 % (CPU moves 3.0 %, DMA 2.0 %)"));
         assert_eq!(ours("SysMon's page-table scans").as_deref(), Some("7.0 %"));
         assert_eq!(ours("a locked CPU move").as_deref(), Some("3.00 µs"));
+        // 3.00 µs against the paper's 3 µs, and 5 % busy under its 8 %: both
+        // reproduced; SysMon's row carries no claim; a row needing interleave's run
+        // is not measured.
+        let verdict = |what: &str| rows.iter().find(|r| r.what.contains(what)).and_then(Row::verdict);
+        use crate::study::reproduce::Verdict;
+        assert_eq!(verdict("a locked CPU move"), Some(Verdict::Reproduced));
+        assert_eq!(verdict("migration (lazy)"), Some(Verdict::Reproduced));
+        assert_eq!(verdict("SysMon's page-table scans"), None);
+        assert_eq!(verdict("LLC misses"), Some(Verdict::NotMeasured));
     }
 
     #[test]

@@ -114,6 +114,8 @@ pub enum Claim {
     AtLeast(f64),
     /// No change larger than this fraction either way.
     NoChange(f64),
+    /// A figure the paper measured (a 4 KiB move takes 3 µs), in the unit of ours.
+    Figure(f64),
 }
 
 /// How far an effect must go, either way, to count as one: 1 % of the compared
@@ -129,7 +131,9 @@ impl Claim {
     ///   when it goes the other way or is no effect;
     /// - a bound is reproduced when ours keeps it, partly when ours is within twice
     ///   the bound (half of it for an `AtLeast`), not otherwise;
-    /// - a claim of no change likewise, with the tolerance as its bound.
+    /// - a claim of no change likewise, with the tolerance as its bound;
+    /// - a measured figure is reproduced within a factor of 2 of it, partly within a
+    ///   factor of 4 (our choice), not otherwise.
     pub fn judge(self, ours: f64) -> Verdict {
         let within2 = |ratio: f64| (0.5..=2.0).contains(&ratio);
         match self {
@@ -147,6 +151,10 @@ impl Claim {
             Claim::AtMost(bound) => Self::bounded(ours <= bound, ours <= 2.0 * bound),
             Claim::AtLeast(bound) => Self::bounded(ours >= bound, ours >= 0.5 * bound),
             Claim::NoChange(tolerance) => Self::bounded(ours.abs() <= tolerance, ours.abs() <= 2.0 * tolerance),
+            Claim::Figure(paper) => {
+                let ratio = ours / paper;
+                Self::bounded(within2(ratio), (0.25..=4.0).contains(&ratio))
+            }
         }
     }
 
@@ -159,7 +167,7 @@ impl Claim {
         match self {
             Claim::Change(_) => sign(ours),
             Claim::Factor(_) => sign(ours - 1.0),
-            Claim::AtMost(_) | Claim::AtLeast(_) | Claim::NoChange(_) => {
+            Claim::AtMost(_) | Claim::AtLeast(_) | Claim::NoChange(_) | Claim::Figure(_) => {
                 if self.judge(ours) == Verdict::Reproduced {
                     1
                 } else {
@@ -218,6 +226,7 @@ our bound for run-to-run noise) and is within a factor of 2 of the paper's (from
 **partly** when ours only goes the same way; **not** when it goes the other way or is no effect. \
 A bound the paper says its system keeps (≤ 3 %, < 30 MB/s) is reproduced when ours keeps it, partly when ours is within twice it \
 (half of it for a lower bound), not otherwise; a claim of no change likewise, with its tolerance as the bound. \
+A figure the paper measured (a 4 KiB move takes 3 µs) is reproduced when ours is within a factor of 2 of it, partly within a factor of 4 (our choice), not otherwise. \
 **Not measured**: a run the row needs did not finish. Rows without a claim (details, counts the paper gives no figure for) are not scored.";
 
 /// A paper's table as the scoreboard shows it.
@@ -649,6 +658,8 @@ mod tests {
         assert_eq!([3.0, 6.0, 6.1].map(|o| Claim::AtMost(3.0).judge(o)), [Reproduced, Partly, Not]);
         assert_eq!([0.8, 0.4, 0.39].map(|o| Claim::AtLeast(0.8).judge(o)), [Reproduced, Partly, Not]);
         assert_eq!([-0.02, 0.04, 0.05].map(|o| Claim::NoChange(0.02).judge(o)), [Reproduced, Partly, Not]);
+        // A measured figure: 3 µs is reproduced from 1.5 to 6, partly from 0.75 to 12.
+        assert_eq!([3.12, 1.5, 6.0, 0.75, 12.5].map(|o| Claim::Figure(3.0).judge(o)), [Reproduced, Reproduced, Reproduced, Partly, Not]);
         // A figure that is not a number (0/0) counts as not measured.
         let row = Row::new("§1", "a", "b", Some("NaN".into())).judge(plus20, Some(f64::NAN));
         assert_eq!(row.verdict(), Some(NotMeasured));

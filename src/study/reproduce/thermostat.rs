@@ -17,7 +17,7 @@
 //! references. The references are all-fast's rate (measured over 120 s in epochs
 //! mode) times the horizon; the doc's table gives each run's simulated seconds.
 
-use super::{cycle_at_reference, fmt, number, relative_performance_pct, spec, Paper, Results, Row};
+use super::{cycle_at_reference, fmt, number, relative_performance_pct, spec, Claim, Paper, Results, Row};
 use crate::study::spec::NOT_APPLICABLE;
 use crate::study::Spec;
 use serde_json::Value;
@@ -181,10 +181,41 @@ fn setting(quick: bool, _: &Results) -> String {
     text.into()
 }
 
+/// Why Thermostat's loss on workload `w` differs from the target it was given, from
+/// the runs at the paper's setting (docs/policies/thermostat.md, "At the paper's time
+/// scale").
+fn loss_cause(w: &str) -> &'static str {
+    match w {
+        "kv-hot" => "Meets its targets at the paper's setting (2.53 / 5.88 / 10.34 % for 3 / 6 / 10): the estimate's error, a few tenths of a point, can put it just over.",
+        "kv-zipf" => "Zipfian keys leave no sharp hot set: pages near the threshold of the slow-rate budget are sampled from 5 % of huge pages, so the estimate misses by about a point.",
+        "hotspot" => "Monitoring: a sampled hot huge page, split, misses the TLB on almost every access (uniform references over 800 MiB) and each miss to a poisoned base page faults (about 5 points); without it the loss is at the target.",
+        "graph-bfs" => "Not to be trusted in epochs mode: Thermostat on graph-bfs is an outlier of the mode's validation (+114 % cycles against detailed mode; docs/epochs.md), its calibrations price one part of a BFS level with another's costs.",
+        _ => "Not yet explained: this workload is ours, not one of the paper's.",
+    }
+}
+
+/// Why the cold share at the end does not grow with the target on workload `w`.
+fn cold_cause(w: &str) -> &'static str {
+    match w {
+        "seqscan" => "Every page outside the swept window has no accesses and the window moves at each phase, so all of the footprint is cold at the end at any target.",
+        "graph-bfs" => "Not to be trusted in epochs mode (an outlier of its validation, docs/epochs.md): 77–97 % of the footprint ends cold at every target.",
+        _ => "Not yet explained: the cold share is read at the last period, one sample of a placement that moves from period to period.",
+    }
+}
+
 /// Throughput loss (the paper's `1 − T_all-fast / T_run`) over the references after
 /// the first `warmup` share of them, in %.
 fn loss_pct(run: &Value, base: &Value, warmup: f64) -> Option<f64> {
     relative_performance_pct(run, base, warmup).map(|p| 100.0 - p)
+}
+
+/// Of the steps from one target to the next larger one (`colds` in the targets'
+/// order), the share where the cold share at the end grew; none unless every run
+/// finished.
+fn grown_share(colds: &[Option<f64>]) -> Option<f64> {
+    let v: Option<Vec<f64>> = colds.iter().copied().collect();
+    let v = v.filter(|v| v.len() > 1)?;
+    Some(v.windows(2).filter(|w| w[1] > w[0]).count() as f64 / (v.len() - 1) as f64)
 }
 
 /// The share of the footprint that is cold at the end of the run, in %.
@@ -216,6 +247,7 @@ fn table(res: &Results) -> Vec<Row> {
         let w = sweep.name.as_str();
         let base = res.find(w, &[("policy", "all-fast")]);
         let mut colds = Vec::new();
+        let mut cold_values = Vec::new();
         let mut xs: Vec<String> = Vec::new();
         for r in &res.sweeps.iter().find(|(s, _)| s.name == w).expect("listed above").1 {
             for (k, v) in &r.axes {
@@ -227,23 +259,43 @@ fn table(res: &Results) -> Vec<Row> {
         for x in &xs {
             let run = res.find(w, &[("policy", "thermostat"), ("policy.thermostat.tolerable_slowdown_pct", x)]);
             let loss = run.zip(base).and_then(|(r, b)| loss_pct(r, b, WARMUP));
-            rows.push(Row::new("§5.1", format!("{w}, x = {x} %: throughput loss after warm-up"), &format!("≤ {x} % (every benchmark meets its target)"), loss.map(|l| fmt(l, 2, " %"))));
-            colds.push(run.and_then(end_cold_pct).map_or("-".to_string(), |c| fmt(c, 1, "")));
+            let target: f64 = x.parse().unwrap_or(f64::NAN);
+            rows.push(
+                Row::new("§5.1", format!("{w}, x = {x} %: throughput loss after warm-up"), &format!("≤ {x} % (every benchmark meets its target)"), loss.map(|l| fmt(l, 2, " %")))
+                    .judge(Claim::AtMost(target), loss)
+                    .because(loss_cause(w)),
+            );
+            let cold = run.and_then(end_cold_pct);
+            colds.push(cold.map_or("-".to_string(), |c| fmt(c, 1, "")));
+            cold_values.push(cold);
             if let Some(r) = run {
                 migration.extend(number(r, "/policy_report/migration_mb_per_s"));
                 monitoring.extend(monitoring_pct(r));
             }
             if w == "kv-hot" && x == "3" {
-                rows.push(Row::new("§5, Fig. 8", "kv-hot (Redis: 0.01 % of keys take 90 % of accesses), x = 3 %: cold share of the footprint", "10 %", run.and_then(end_cold_pct).map(|c| fmt(c, 1, " %"))));
+                rows.push(
+                    Row::new(
+                        "§5, Fig. 8",
+                        "kv-hot (Redis: 0.01 % of keys take 90 % of accesses), x = 3 %: cold share of the footprint (judged: at least the paper's)",
+                        "10 %",
+                        cold.map(|c| fmt(c, 1, " %")),
+                    )
+                    .judge(Claim::AtLeast(10.0), cold)
+                    .because("Not yet explained: our kv-hot's cold share is read at the last period; the paper's Fig. 8 averages its Redis run."),
+                );
             }
         }
         if !xs.is_empty() {
-            rows.push(Row::new(
-                "§5.1, Fig. 11",
-                format!("{w}: cold share at the end, x = {} %", xs.join(" / ")),
-                "grows with x",
-                Some(format!("{} %", colds.join(" / "))),
-            ));
+            rows.push(
+                Row::new(
+                    "§5.1, Fig. 11",
+                    format!("{w}: cold share at the end, x = {} % (judged: the share of steps up in x where it grew)", xs.join(" / ")),
+                    "grows with x",
+                    Some(format!("{} %", colds.join(" / "))),
+                )
+                .judge(Claim::AtLeast(1.0), grown_share(&cold_values))
+                .because(cold_cause(w)),
+            );
         }
         let kstaled = res.find(w, &[("policy", "kstaled")]);
         rows.push(Row::new(
@@ -253,14 +305,24 @@ fn table(res: &Results) -> Vec<Row> {
             kstaled.and_then(kstaled_demoted),
         ));
     }
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let highest = (!monitoring.is_empty()).then(|| monitoring.iter().copied().fold(f64::MIN, f64::max));
     let range = |v: &[f64], unit: &str| {
-        (!v.is_empty()).then(|| {
+        mean(v).map(|m| {
             let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-            format!("{:.1}–{:.1}{unit} (mean {:.1})", lo, hi, v.iter().sum::<f64>() / v.len() as f64)
+            format!("{:.1}–{:.1}{unit} (mean {:.1})", lo, hi, m)
         })
     };
-    rows.push(Row::new("§5.2, Table 3", "migration rate over every Thermostat run", "< 30 MB/s on average", range(&migration, " MB/s")));
-    rows.push(Row::new("§4.4, §7", "monitoring (poison faults on sampled pages), share of the run", "no observable overhead", range(&monitoring, " %")));
+    rows.push(
+        Row::new("§5.2, Table 3", "migration rate over every Thermostat run (judged: the mean)", "< 30 MB/s on average", range(&migration, " MB/s"))
+            .judge(Claim::AtMost(30.0), mean(&migration))
+            .because("kv-hot at x = 10 % moves about 46 MB/s (15 at 3 %): with a larger budget more of its 16 GiB goes slow, and what the sampling misclassifies comes back."),
+    );
+    rows.push(
+        Row::new("§4.4, §7", "monitoring (poison faults on sampled pages), share of the run (judged: the highest, at most 1 %)", "no observable overhead", range(&monitoring, " %"))
+            .judge(Claim::AtMost(1.0), highest)
+            .because("On hotspot a sampled hot huge page, split, misses the TLB on almost every access and each miss to a poisoned base page faults (about 5 % of the run); graph-bfs's 14–16 % are epochs mode's outlier (docs/epochs.md). The paper's applications had TLB locality within a huge page."),
+    );
     rows.extend(phases_rows(res));
     rows
 }
@@ -336,8 +398,17 @@ fn phases_rows(res: &Results) -> Vec<Row> {
         None => rows.push(Row::new("§3.5, Fig. 3", format!("{what}: periods over the target after each change"), "exceeds the target for a while, brought back under by the correction", None)),
     }
     let loss = run.zip(base).and_then(|(r, b)| loss_pct(r, b, PHASES_WARMUP));
-    rows.push(Row::new("§5.1", format!("{what}: throughput loss after the first quarter"), "≤ 3 %", loss.map(|l| fmt(l, 2, " %"))));
-    rows.push(Row::new("§4.4", format!("{what}: monitoring, share of the run"), "< 1 % (no measurable slowdown)", run.and_then(monitoring_pct).map(|m| fmt(m, 2, " %"))));
+    rows.push(
+        Row::new("§5.1", format!("{what}: throughput loss after the first quarter"), "≤ 3 %", loss.map(|l| fmt(l, 2, " %")))
+            .judge(Claim::AtMost(3.0), loss)
+            .because("Each change makes the slow rate jump to several times the target for a few periods (the rows above), and monitoring the hot half costs about 6 points, as on hotspot; the paper shows no phase change."),
+    );
+    let monitoring = run.and_then(monitoring_pct);
+    rows.push(
+        Row::new("§4.4", format!("{what}: monitoring, share of the run"), "< 1 % (no measurable slowdown)", monitoring.map(|m| fmt(m, 2, " %")))
+            .judge(Claim::AtMost(1.0), monitoring)
+            .because("A sampled hot huge page, split, misses the TLB on almost every access (uniform references over the hot half) and each miss to a poisoned base page faults."),
+    );
     rows
 }
 
@@ -352,6 +423,20 @@ mod tests {
     fn kstaled_shows_how_much_it_found_cold() {
         let k = json!({ "policy_report": { "demoted_pages": 12 }, "epochs": [{ "fast_resident_fraction": 1.0 }, { "fast_resident_fraction": 0.3 }] });
         assert_eq!(kstaled_demoted(&k).as_deref(), Some("12 pages; 70.0 % of the data slow at the end"));
+    }
+
+    #[test]
+    fn the_cold_share_is_judged_on_the_steps_where_it_grew() {
+        // 5 → 11 → 19 % grows at both steps; 100 → 100 → 100 at neither; 5 → 4 → 6 at
+        // one of two (partly); a run not finished leaves it unmeasured.
+        assert_eq!(grown_share(&[Some(5.0), Some(11.0), Some(19.0)]), Some(1.0));
+        assert_eq!(grown_share(&[Some(100.0), Some(100.0), Some(100.0)]), Some(0.0));
+        assert_eq!(grown_share(&[Some(5.0), Some(4.0), Some(6.0)]), Some(0.5));
+        assert_eq!(grown_share(&[Some(5.0), None]), None);
+        assert_eq!(Claim::AtLeast(1.0).judge(0.5), crate::study::reproduce::Verdict::Partly);
+        // A loss of 2.53 % at x = 3 keeps the bound; 8.01 % is more than twice it.
+        assert_eq!(Claim::AtMost(3.0).judge(2.53), crate::study::reproduce::Verdict::Reproduced);
+        assert_eq!(Claim::AtMost(3.0).judge(8.01), crate::study::reproduce::Verdict::Not);
     }
 
     #[test]
