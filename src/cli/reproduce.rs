@@ -55,7 +55,7 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
         println!("Papers (tiersim reproduce PAPER [--quick]; --all for every paper on the scoreboard):");
         let width = PAPERS.iter().map(|p| p.name.len()).max().unwrap_or(0);
         for p in PAPERS {
-            let validation = if p.on_scoreboard { "" } else { " — a validation of a mode, not on the scoreboard" };
+            let validation = if p.on_scoreboard { "" } else { " — not on the scoreboard" };
             println!("  {:<width$} {} ({}){validation}", p.name, p.title, p.doc);
         }
         return Ok(());

@@ -187,7 +187,7 @@ fn setting(quick: bool, _: &Results) -> String {
 fn loss_cause(w: &str) -> &'static str {
     match w {
         "kv-hot" => "Meets its targets at the paper's setting (2.53 / 5.88 / 10.34 % for 3 / 6 / 10): the estimate's error, a few tenths of a point, can put it just over.",
-        "kv-zipf" => "Zipfian keys leave no sharp hot set: pages near the threshold of the slow-rate budget are sampled from 5 % of huge pages, so the estimate misses by about a point.",
+        "kv-zipf" => "Not yet explained: within 0.9–1.3 points of its target at the paper's setting (0.9–1.5 with scaled periods); zipfian keys leave no sharp hot set, so much of the footprint sits near the slow-rate budget's cut.",
         "hotspot" => "Monitoring: a sampled hot huge page, split, misses the TLB on almost every access (uniform references over 800 MiB) and each miss to a poisoned base page faults (about 5 points); without it the loss is at the target.",
         "graph-bfs" => "Not to be trusted in epochs mode: Thermostat on graph-bfs is an outlier of the mode's validation (+114 % cycles against detailed mode; docs/epochs.md), its calibrations price one part of a BFS level with another's costs.",
         _ => "Not yet explained: this workload is ours, not one of the paper's.",
