@@ -292,6 +292,12 @@ pub fn scoreboard(papers: &[ScoredPaper], quick: bool, commit: &str, failed: &[(
                 format!("; not: {}.\n\n", off.iter().map(|(q, f)| format!("{} (quick {}, full {})", cell(&q.what), cell(&q.ours), cell(&f.ours))).collect::<Vec<_>>().join("; "))
             };
         }
+        if quick && p.full.is_none() {
+            out += &format!(
+                "Quick against the full matrix: not checked (its store, reproduce-{0}.db, was not there; `tiersim reproduce {0}` makes it).\n\n",
+                p.paper.name
+            );
+        }
         let full_column = p.full.is_some();
         out += if full_column {
             "| section | claim | paper | tiersim | verdict | full matrix | cause of the difference |\n|---|---|---|---|---|---|---|\n"
@@ -689,6 +695,8 @@ mod tests {
         assert!(text.contains("| §1 | c | +20 % | -0.1 | not | not | a \\| cause |\n"), "{text}");
         assert!(!text.contains("| §2 | detail"));
         assert!(text.contains("## Runs that failed") && text.contains("- spar: x: boom"));
+        let without = [ScoredPaper { paper: PAPERS[0], rows: Vec::new(), setting: String::new(), full: None }];
+        assert!(scoreboard(&without, true, "abc123", &[]).contains(&format!("Quick against the full matrix: not checked (its store, reproduce-{name}.db, was not there")));
     }
 
     #[test]
