@@ -277,13 +277,6 @@ fn slowdown_pct(r: &Value, base: &Value) -> Option<f64> {
     Some((number(r, "/summary/cycles")? / number(base, "/summary/cycles")? - 1.0) * 100.0)
 }
 
-/// A row whose figure `ours` (the number judged and the text that shows it, made by
-/// one computation) is judged as `claim` of the paper.
-pub(super) fn judged(section: &str, what: impl Into<String>, paper: &str, ours: Option<(f64, String)>, claim: Claim) -> Row {
-    let value = ours.as_ref().map(|o| o.0);
-    Row::new(section, what, paper, ours.map(|o| o.1)).judge(claim, value)
-}
-
 /// The smallest and largest of `v` as `lo…hi` with a unit, or the one value.
 fn span(v: &[f64], unit: &str) -> String {
     let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
@@ -381,7 +374,7 @@ fn fig2a_rows(res: &Results, rows: &mut Vec<Row>) {
             (gs.iter().copied().fold(f64::MIN, f64::max), format!("GPT {}{queueless}, EPT {}", span(&gs, " %"), span(&es, " %")))
         });
         rows.push(
-            judged(
+            Row::measured(
                 "§5.3.2, Fig. 2b",
                 format!("{label}: tracking slowdown against no tracking, over the hot sets, judged: GPT < 2 %"),
                 "EPT up to 20 %, GPT 2.6 % (429.mcf); GPT < 2 % in windows ≥ 600 ms",
@@ -482,7 +475,7 @@ fn tables_rows(res: &Results, rows: &mut Vec<Row>) {
                 (factor, format!("{} MB/s (PM_PML {factor:.2}× PM_Linux){recopies}", s.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(" / ")))
             });
             rows.push(
-                judged("§5.4.1", format!("{what}: migration speed, {names}, judged: PM_PML over PM_Linux"), "PM_WP ≈ PM_PML ≈ 2 × PM_Linux", ours, Claim::Factor(2.0))
+                Row::measured("§5.4.1", format!("{what}: migration speed, {names}, judged: PM_PML over PM_Linux"), "PM_WP ≈ PM_PML ≈ 2 × PM_Linux", ours, Claim::Factor(2.0))
                     .because(
                         "Our PM_Linux is strictly serial (one thread) and PM_PML copies with four threads, so PM_PML is about 3× as fast where the paper's is twice \
                          (docs/policies/hmm-v.md, Tables 3–5).",
@@ -503,7 +496,7 @@ fn fig4_rows(res: &Results, rows: &mut Vec<Row>) {
         let perf = |r: Option<&Value>| relative_performance_pct(r?, base?, 0.5);
         let hmmv = perf(res.find(&main, &[("policy", "hmm-v")]));
         rows.push(
-            judged("§5.5, Fig. 4", format!("{name} ({w}), DRAM 20 %: HMM-V, performance of all-DRAM"), "> 87 %", hmmv.map(|p| (p, fmt(p, 1, " %"))), Claim::AtLeast(87.0))
+            Row::measured("§5.5, Fig. 4", format!("{name} ({w}), DRAM 20 %: HMM-V, performance of all-DRAM"), "> 87 %", hmmv.map(|p| (p, fmt(p, 1, " %"))), Claim::AtLeast(87.0))
                 .because(
                     "Not yet explained at the paper's periods (Fig. 4's full runs are not yet in docs/policies/hmm-v.md; the scaled matrix had HMM-V at \
                      78.5 % on graph500 and 49.6 % on sequential access). Known: each round moves the guest's page-table pages to NVM, as HMM-V's GPT \
@@ -517,7 +510,7 @@ fn fig4_rows(res: &Results, rows: &mut Vec<Row>) {
             if res.has(&sweep) {
                 let (text, change) = paper[k];
                 let cause = if k == 0 { FIG4_GRAPH_CAUSE } else { cause };
-                rows.push(judged("§5.5, Fig. 4", format!("{name}: HMM-V over {label}"), text, lead(perf(res.find(&sweep, &[]))), Claim::Change(change)).because(cause));
+                rows.push(Row::measured("§5.5, Fig. 4", format!("{name}: HMM-V over {label}"), text, lead(perf(res.find(&sweep, &[]))), Claim::Change(change)).because(cause));
             }
         }
         let (paper, change) = [("+105 % over NUMA_B", 1.05), ("+74 % over NUMA_B", 0.74)][k];
@@ -528,7 +521,7 @@ fn fig4_rows(res: &Results, rows: &mut Vec<Row>) {
              No migration (first touch) stands for NUMA_B, which moves nothing once first touch has filled DRAM (docs/policies/baselines.md)."
         };
         let none = lead(perf(res.find(&main, &[("policy", "first-touch")])));
-        rows.push(judged("§5.5, Fig. 4", format!("{name}: HMM-V over no migration (the paper: NUMA_B)"), paper, none, Claim::Change(change)).because(cause));
+        rows.push(Row::measured("§5.5, Fig. 4", format!("{name}: HMM-V over no migration (the paper: NUMA_B)"), paper, none, Claim::Change(change)).because(cause));
     }
 }
 
@@ -546,7 +539,7 @@ fn fig5_rows(res: &Results, rows: &mut Vec<Row>) {
         let what = format!("hot set {pct:.0} % of the RSS, DRAM 50 %: HMM-V, performance of all-DRAM");
         // A hot set beyond DRAM has no figure of the paper's.
         rows.push(if pct <= 50.0 {
-            judged("§5.6.1, Fig. 5a", what, "> 93 %", ours, Claim::AtLeast(93.0)).because(FIG5A_CAUSE)
+            Row::measured("§5.6.1, Fig. 5a", what, "> 93 %", ours, Claim::AtLeast(93.0)).because(FIG5A_CAUSE)
         } else {
             Row::new("§5.6.1, Fig. 5a", what, "— (exceeds DRAM: converges with NUMA_B)", ours.map(|o| o.1))
         });
@@ -557,7 +550,7 @@ fn fig5_rows(res: &Results, rows: &mut Vec<Row>) {
         let rounds = res.find("fig5b", &[("policy", "hmm-v")]).and_then(|r| r.pointer("/policy_report/rounds")?.as_array().map(Vec::len));
         let hmmv = perf("hmm-v").zip(rounds).map(|(p, n)| (p, format!("{p:.1} % ({n} rounds)")));
         rows.push(
-            judged("§5.6.2, Fig. 5b", "four hot regions of 25 % in turn: HMM-V, performance of all-DRAM", "94 %", hmmv, Claim::AtLeast(94.0)).because(
+            Row::measured("§5.6.2, Fig. 5b", "four hot regions of 25 % in turn: HMM-V, performance of all-DRAM", "94 %", hmmv, Claim::AtLeast(94.0)).because(
                 "Not yet explained at the paper's periods (Fig. 5b's full run is not yet in docs/policies/hmm-v.md). Known: a new region's pages move \
                  only at the next clock switch (every 60 s; a stage lasts about 75 s), after a round's 4.8 s of tracking, and each round moves the \
                  guest's page-table pages to NVM (docs/policies/hmm-v.md, Fig. 5a).",
@@ -566,7 +559,7 @@ fn fig5_rows(res: &Results, rows: &mut Vec<Row>) {
         // Judged on the slowdown, all-DRAM's performance over ours.
         let none = perf("first-touch").map(|p| (100.0 / p, format!("{p:.1} % (a {:.2}× slowdown)", 100.0 / p)));
         rows.push(
-            judged(
+            Row::measured(
                 "§5.6.2, Fig. 5b",
                 "four hot regions in turn: no migration (the paper: NUMA_B), performance of all-DRAM",
                 "67 % (a 1.5× slowdown)",
@@ -626,7 +619,7 @@ fn four_vms_rows(res: &Results, rows: &mut Vec<Row>) {
     let values = |v: &[(String, f64)]| v.iter().map(|x| x.1).collect::<Vec<_>>();
     let lead = island.as_deref().zip(pool.as_deref()).and_then(|(i, p)| Some(geomean(&values(p))? / geomean(&values(i))? - 1.0));
     rows.push(
-        judged("§5.9.1, Fig. 8a", "four VMs: pool over island (geometric mean)", "+12 %", lead.map(|l| (l, format!("{:+.1} %", l * 100.0))), Claim::Change(0.12)).because(
+        Row::measured("§5.9.1, Fig. 8a", "four VMs: pool over island (geometric mean)", "+12 %", lead.map(|l| (l, format!("{:+.1} %", l * 100.0))), Claim::Change(0.12)).because(
             "The first round (0.6 to about 5.4 s) comes when stream has touched a third of its 4 GiB, so its hot set looks small and pool mode \
              takes its DRAM down to the lower limit (75 %), where the paper's fotonik3d gained 1.5 GB; later rounds find it small again, as stream \
              sweeps its arrays more slowly than a round tracks, and pagerank stayed at the lower limit (docs/policies/hmm-v.md, §5.9.1). \

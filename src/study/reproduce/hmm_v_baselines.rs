@@ -6,7 +6,6 @@
 //! (`workload.init`), as the paper's benchmarks allocate and fill their data before
 //! they run.
 
-use super::hmm_v::judged;
 use super::{geomean, number, relative_performance_pct, slot_of, sweep, Claim, Paper, Results, Row};
 use crate::study::Spec;
 use serde_json::Value;
@@ -295,7 +294,7 @@ fn fig7_rows(res: &Results, rows: &mut Vec<Row>) {
                     let [a, b] = judged_on.policies;
                     let figure = at(a).zip(at(b)).and_then(|(a, b)| perf_over(a, b)).map(|r| r - 1.0);
                     let ours = cells.zip(figure).map(|(c, f)| (f, format!("{}; {} {:+.1} %", c.join(", "), judged_on.label, f * 100.0)));
-                    judged(section, format!("{what}, judged: {}", judged_on.label), paper, ours, judged_on.claim).because(judged_on.cause)
+                    Row::measured(section, format!("{what}, judged: {}", judged_on.label), paper, ours, judged_on.claim).because(judged_on.cause)
                 } else {
                     Row::new(section, what, paper, cells.map(|c| c.join(", ")))
                 });
@@ -333,13 +332,13 @@ fn fig5a_rows(res: &Results, rows: &mut Vec<Row>) {
             })();
             let what = format!("seed {seed}, hot set {pct:.0} %: performance of all-DRAM, NUMA_B / HMM-V");
             rows.push(if fits {
-                judged("§5.6.1, Fig. 5a", format!("{what}, judged: HMM-V"), "NUMA_B < 75 %, HMM-V > 93 %", ours, Claim::AtLeast(93.0)).because(
+                Row::measured("§5.6.1, Fig. 5a", format!("{what}, judged: HMM-V"), "NUMA_B < 75 %, HMM-V > 93 %", ours, Claim::AtLeast(93.0)).because(
                     "The 10 % of accesses on the cold pages in PMem cost about 20 % of the time in our loop of 4 instructions per reference, where \
                      the paper's benchmark computes more between accesses (docs/policies/baselines.md and hmm-v.md, Fig. 5a); and a round moves the \
                      guest's page-table pages to NVM, as HMM-V's GPT tracker never counts them (docs/policies/hmm-v.md, Fig. 5a).",
                 )
             } else {
-                judged("§5.6.1, Fig. 5a", format!("{what}, judged: HMM-V over NUMA_B"), "converge; HMM-V 28 % over NUMA_B", ours, Claim::Change(0.28)).because(
+                Row::measured("§5.6.1, Fig. 5a", format!("{what}, judged: HMM-V over NUMA_B"), "converge; HMM-V 28 % over NUMA_B", ours, Claim::Change(0.28)).because(
                     "Not yet explained: the two converge (64–70 % of all-DRAM) as in the paper, but NUMA_B stays 2–4 % ahead \
                      (docs/policies/baselines.md, Fig. 5a). A known cost on HMM-V's side: a round moves the guest's page-table pages to NVM \
                      (docs/policies/hmm-v.md, Fig. 5a).",
@@ -375,7 +374,7 @@ fn two_vms_rows(res: &Results, rows: &mut Vec<Row>) {
             Some((beside / alone, format!("{:.1} → {:.1} % (×{:.2})", 100.0 * alone, 100.0 * beside, beside / alone)))
         });
         let what = format!("{w}, THP: MM load miss ratio, alone → beside the other VM");
-        rows.push(judged("§5.9.2", what, paper_ratio, ratio, Claim::Factor(factor)).because(cause));
+        rows.push(Row::measured("§5.9.2", what, paper_ratio, ratio, Claim::Factor(factor)).because(cause));
         let per_k = mm_alone.zip(mm_shared).and_then(|(a, s)| {
             Some(format!("{:.1} → {:.1}", mpki(&a["memory_mode"]["total"], &a["cores"][0])?, mpki(&tenant(s)?, &s["cores"][slot_of(s, w)?.0])?))
         });
@@ -396,7 +395,7 @@ fn two_vms_rows(res: &Results, rows: &mut Vec<Row>) {
                 let lead = shared_pct("hmm-v").zip(shared_pct("memory-mode")).map(|(h, m)| h / m - 1.0);
                 let ours = cells.zip(lead).map(|(c, l)| (l, format!("{c}; HMM-V over MM with two VMs {:+.1} %", l * 100.0)));
                 let paper = "two VMs: HMM-V island 5.3 % over MM (alone MM ahead, §5.8)";
-                judged("§5.9.2, Fig. 8b", format!("{what}, judged: HMM-V over MM with two VMs"), paper, ours, Claim::Change(0.053)).because(TWO_VMS_KV_CAUSE)
+                Row::measured("§5.9.2, Fig. 8b", format!("{what}, judged: HMM-V over MM with two VMs"), paper, ours, Claim::Change(0.053)).because(TWO_VMS_KV_CAUSE)
             } else {
                 Row::new("§5.9.2, Fig. 8b", what, "HMM-V's lead over MM widens with two VMs", cells)
             });
@@ -465,7 +464,7 @@ fn two_vms_claims(res: &Results, rows: &mut Vec<Row>) {
                 let factor = matches!(claim, Claim::Factor(_));
                 let ratio = island.zip(mean(other)).map(|(a, b)| a / b);
                 let ours = ratio.map(|r| if factor { (r, format!("{r:.2}×")) } else { (r - 1.0, format!("{:+.1} %", (r - 1.0) * 100.0)) });
-                judged(section, what, paper, ours, claim).because(cause)
+                Row::measured(section, what, paper, ours, claim).because(cause)
             }
             None => Row::new(section, what, paper, Some(pool.clone())),
         };
@@ -542,13 +541,13 @@ fn four_vms_rows(res: &Results, rows: &mut Vec<Row>) {
         for &(a, b, paper, change, cause) in claims {
             let ratio = mean(a).zip(mean(b)).map(|(x, y)| x / y - 1.0);
             let ours = ratio.map(|r| (r, format!("{:+.1} %", r * 100.0)));
-            rows.push(judged(section, format!("four VMs, {pages}: {a} over {b} (geometric mean)"), paper, ours, Claim::Change(change)).because(cause));
+            rows.push(Row::measured(section, format!("four VMs, {pages}: {a} over {b} (geometric mean)"), paper, ours, Claim::Change(change)).because(cause));
         }
         if sweep == "four-vms" {
             let vm4 = res.find(sweep, &[("policy", "memory-mode")]).zip(res.find(sweep, &[("policy", "numa-balancing")]));
             let ours = vm4.and_then(|(mm, nb)| vm_pct(mm, nb, "pagerank")).map(|p| ((p - 100.0) / 100.0, format!("{:+.1} %", p - 100.0)));
             rows.push(
-                judged(section, "four VMs, 4 KiB pages: VM4 (pagerank) under MM against NUMA_B", "−30 %", ours, Claim::Change(-0.30)).because(PAGERANK_CAUSE),
+                Row::measured(section, "four VMs, 4 KiB pages: VM4 (pagerank) under MM against NUMA_B", "−30 %", ours, Claim::Change(-0.30)).because(PAGERANK_CAUSE),
             );
         }
         let ratios = res.find(sweep, &[("policy", "memory-mode")]).and_then(|r| {

@@ -85,6 +85,13 @@ impl Row {
         self
     }
 
+    /// A row whose figure `ours` — the number judged and the text that shows it, made
+    /// by one computation so that they cannot drift apart — is judged as `claim`.
+    pub fn measured(section: &str, what: impl Into<String>, paper: &str, ours: Option<(f64, String)>, claim: Claim) -> Row {
+        let value = ours.as_ref().map(|o| o.0);
+        Row::new(section, what, paper, ours.map(|o| o.1)).judge(claim, value)
+    }
+
     /// The row with the cause of its difference from the paper.
     pub fn because(mut self, cause: &'static str) -> Row {
         self.cause = Some(cause);

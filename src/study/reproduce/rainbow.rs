@@ -123,8 +123,7 @@ fn mean_share(v: &[(String, f64)]) -> Option<(f64, String)> {
 /// A row of a mean over the workloads (`mean_change`'s or `mean_share`'s), judged as
 /// `claim` on the mean as `value` makes it (a ratio to a change: `r − 1`).
 fn mean_row(section: &str, what: &str, paper: &str, mean: Option<(f64, String)>, claim: Claim, value: fn(f64) -> f64) -> Row {
-    let judged = mean.as_ref().map(|m| value(m.0));
-    Row::new(section, what, paper, mean.map(|m| m.1)).judge(claim, judged)
+    Row::measured(section, what, paper, mean.map(|(m, text)| (value(m), text)), claim)
 }
 
 /// A mean ratio as a change.

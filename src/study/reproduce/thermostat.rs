@@ -187,7 +187,7 @@ fn setting(quick: bool, _: &Results) -> String {
 fn loss_cause(w: &str) -> &'static str {
     match w {
         "kv-hot" => "Meets its targets at the paper's setting (2.53 / 5.88 / 10.34 % for 3 / 6 / 10): the estimate's error, a few tenths of a point, can put it just over.",
-        "kv-zipf" => "Not yet explained: within 0.9–1.3 points of its target at the paper's setting (0.9–1.5 with scaled periods); zipfian keys leave no sharp hot set, so much of the footprint sits near the slow-rate budget's cut.",
+        "kv-zipf" => "Partly explained: 0.9–1.3 points over its target at the paper's setting, about 0.6 of them monitoring faults on sampled pages; in the scaled runs the rest was the measured slow rate sitting 3–5 % over the target (placement adds pages on noisy estimates every period), not yet checked at the paper's setting.",
         "hotspot" => "Monitoring: a sampled hot huge page, split, misses the TLB on almost every access (uniform references over 800 MiB) and each miss to a poisoned base page faults (about 5 points); without it the loss is at the target.",
         "graph-bfs" => "Not to be trusted in epochs mode: Thermostat on graph-bfs is an outlier of the mode's validation (+114 % cycles against detailed mode; docs/epochs.md), its calibrations price one part of a BFS level with another's costs.",
         _ => "Not yet explained: this workload is ours, not one of the paper's.",
@@ -232,6 +232,14 @@ fn kstaled_demoted(k: &Value) -> Option<String> {
     let demoted = number(k, "/policy_report/demoted_pages")?;
     let fast = k["epochs"].as_array()?.last()?["fast_resident_fraction"].as_f64()?;
     Some(format!("{demoted:.0} pages; {} of the data slow at the end", fmt((1.0 - fast) * 100.0, 1, " %")))
+}
+
+/// The lowest, the highest and the mean of `v`, or none when it is empty.
+fn spread(v: &[f64]) -> Option<(f64, f64, f64)> {
+    (!v.is_empty()).then(|| {
+        let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+        (lo, hi, v.iter().sum::<f64>() / v.len() as f64)
+    })
 }
 
 /// The time spent in poison faults on sampled pages, as a share of the run, in %.
@@ -305,23 +313,17 @@ fn table(res: &Results) -> Vec<Row> {
             kstaled.and_then(kstaled_demoted),
         ));
     }
-    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
-    let highest = (!monitoring.is_empty()).then(|| monitoring.iter().copied().fold(f64::MIN, f64::max));
-    let range = |v: &[f64], unit: &str| {
-        mean(v).map(|m| {
-            let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-            format!("{:.1}–{:.1}{unit} (mean {:.1})", lo, hi, m)
-        })
-    };
+    let (migration, monitoring) = (spread(&migration), spread(&monitoring));
+    let range = |s: Option<(f64, f64, f64)>, unit: &str| s.map(|(lo, hi, mean)| format!("{lo:.1}–{hi:.1}{unit} (mean {mean:.1})"));
     rows.push(
-        Row::new("§5.2, Table 3", "migration rate over every Thermostat run (judged: the mean)", "< 30 MB/s on average", range(&migration, " MB/s"))
-            .judge(Claim::AtMost(30.0), mean(&migration))
+        Row::new("§5.2, Table 3", "migration rate over every Thermostat run (judged: the mean)", "< 30 MB/s on average", range(migration, " MB/s"))
+            .judge(Claim::AtMost(30.0), migration.map(|s| s.2))
             .because("kv-hot at x = 10 % moves about 46 MB/s (15 at 3 %): with a larger budget more of its 16 GiB goes slow, and what the sampling misclassifies comes back."),
     );
     rows.push(
-        Row::new("§4.4, §7", "monitoring (poison faults on sampled pages), share of the run (judged: the highest, at most 1 %)", "no observable overhead", range(&monitoring, " %"))
-            .judge(Claim::AtMost(1.0), highest)
-            .because("On hotspot a sampled hot huge page, split, misses the TLB on almost every access and each miss to a poisoned base page faults (about 5 % of the run); graph-bfs's 14–16 % are epochs mode's outlier (docs/epochs.md). The paper's applications had TLB locality within a huge page."),
+        Row::new("§4.4, §7", "monitoring (poison faults on sampled pages), share of the run (judged: the highest, at most 1 %)", "no observable overhead", range(monitoring, " %"))
+            .judge(Claim::AtMost(1.0), monitoring.map(|s| s.1))
+            .because("On hotspot a sampled hot huge page, split, misses the TLB on almost every access and each miss to a poisoned base page faults (about 5 % of the run); graph-bfs's 14–16 % in the full matrix are epochs mode's outlier (docs/epochs.md). The paper's applications had TLB locality within a huge page."),
     );
     rows.extend(phases_rows(res));
     rows
@@ -415,6 +417,7 @@ fn phases_rows(res: &Results) -> Vec<Row> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::study::reproduce::{results_of, Verdict};
     use serde_json::json;
 
     /// kstaled's row gives the pages it demoted and the share of the data left in slow
@@ -433,10 +436,57 @@ mod tests {
         assert_eq!(grown_share(&[Some(100.0), Some(100.0), Some(100.0)]), Some(0.0));
         assert_eq!(grown_share(&[Some(5.0), Some(4.0), Some(6.0)]), Some(0.5));
         assert_eq!(grown_share(&[Some(5.0), None]), None);
-        assert_eq!(Claim::AtLeast(1.0).judge(0.5), crate::study::reproduce::Verdict::Partly);
+        assert_eq!(Claim::AtLeast(1.0).judge(0.5), Verdict::Partly);
         // A loss of 2.53 % at x = 3 keeps the bound; 8.01 % is more than twice it.
-        assert_eq!(Claim::AtMost(3.0).judge(2.53), crate::study::reproduce::Verdict::Reproduced);
-        assert_eq!(Claim::AtMost(3.0).judge(8.01), crate::study::reproduce::Verdict::Not);
+        assert_eq!(Claim::AtMost(3.0).judge(2.53), Verdict::Reproduced);
+        assert_eq!(Claim::AtMost(3.0).judge(8.01), Verdict::Not);
+    }
+
+    /// A tracking run of 200 references in two epochs, the second ending at cycle
+    /// `end` (the first at 10^9), `sample_fault_s` of its 10 s in monitoring faults,
+    /// `cold` % of its footprint cold at the last period and `mb_per_s` of migration.
+    fn tracking_run(end: u64, sample_fault_s: f64, cold: u64, mb_per_s: f64) -> Value {
+        json!({
+            "summary": { "cycles": end, "seconds": 10.0, "references": 200 },
+            "epochs": [{ "references": 100, "end_cycle": 1_000_000_000u64 }, { "references": 100, "end_cycle": end }],
+            "policy_report": {
+                "migration_mb_per_s": mb_per_s,
+                "monitoring": { "sample_fault_seconds": sample_fault_s },
+                "periods": [{ "hot_2m_bytes": 100 - cold, "hot_4k_bytes": 0, "cold_2m_bytes": cold, "cold_4k_bytes": 0 }],
+            },
+        })
+    }
+
+    #[test]
+    fn the_tracking_claims_are_judged_on_the_figures_the_rows_show() {
+        // After the first 100 references, all-fast takes 0.98·10^9 cycles, x = 3 %
+        // 10^9 (98 %: a loss of 2 %, within 3) and x = 10 % 1.4·10^9 (70 %: a loss of
+        // 30 %, more than twice 10). Cold 10 → 25 %: grew at the one step (1 of 1).
+        // Migration 20 and 50 MB/s: a mean of 35, over 30 but within twice it.
+        // Monitoring 0.05 and 0.25 s of 10 s: 0.5 and 2.5 %, the highest over
+        // twice 1 %.
+        let fast: &[(&str, &str)] = &[("policy", "all-fast")];
+        let x3: &[(&str, &str)] = &[("policy", "thermostat"), ("policy.thermostat.tolerable_slowdown_pct", "3")];
+        let x10: &[(&str, &str)] = &[("policy", "thermostat"), ("policy.thermostat.tolerable_slowdown_pct", "10")];
+        let res = results_of(
+            "hotspot",
+            vec![
+                (fast, tracking_run(1_980_000_000, 0.0, 0, 0.0)),
+                (x3, tracking_run(2_000_000_000, 0.05, 10, 20.0)),
+                (x10, tracking_run(2_400_000_000, 0.25, 25, 50.0)),
+            ],
+        );
+        let rows = table(&res);
+        let row = |what: &str| rows.iter().find(|r| r.what.starts_with(what)).unwrap_or_else(|| panic!("a row {what}"));
+        let seen = |what: &str| (row(what).ours.clone(), row(what).verdict());
+        assert_eq!(seen("hotspot, x = 3 %"), ("2.00 %".into(), Some(Verdict::Reproduced)));
+        assert_eq!(seen("hotspot, x = 10 %"), ("30.00 %".into(), Some(Verdict::Not)));
+        assert_eq!(seen("hotspot: cold share"), ("10.0 / 25.0 %".into(), Some(Verdict::Reproduced)));
+        assert_eq!(seen("migration rate"), ("20.0–50.0 MB/s (mean 35.0)".into(), Some(Verdict::Partly)));
+        assert_eq!(seen("monitoring (poison"), ("0.5–2.5 % (mean 1.5)".into(), Some(Verdict::Not)));
+        // kstaled did not run; the phases sweep is not in these results.
+        assert_eq!(row("hotspot: kstaled").verdict(), None);
+        assert_eq!(row("hotspot, hot half moving (99.9 % of refs), x = 3 %: throughput").verdict(), Some(Verdict::NotMeasured));
     }
 
     #[test]
