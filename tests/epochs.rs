@@ -164,6 +164,7 @@ fn a_paper_period_is_reached_and_a_policy_that_never_acted_says_so() {
         "{:?}",
         short.notes
     );
+    assert!(short.never_acted.as_deref().is_some_and(|n| short.notes.iter().any(|m| m == n)), "the report's never_acted is its note");
     let bound = run_with(
         None,
         &[
@@ -365,4 +366,24 @@ fn policies_say_which_modes_they_run_in() {
     assert!(modes("oracle").contains("epochs refused"), "{}", modes("oracle"));
     assert!(modes("thermostat").starts_with("  modes: epochs for its periods"), "{}", modes("thermostat"));
     assert!(modes("first-touch").starts_with("  modes: any"), "{}", modes("first-touch"));
+}
+
+/// Rainbow acts at each epoch's end (10^8 cycles); a run shorter than one epoch says
+/// that its first period, the epoch, never came due.
+#[test]
+fn a_policy_acting_at_epochs_that_never_acted_names_the_epoch() {
+    let r = run_with(
+        Some("rainbow"),
+        &[
+            "policy.name=\"rainbow\"",
+            "workload.name=\"kv\"",
+            "workload.footprint=\"32MiB\"",
+            "workload.refs=200000",
+        ],
+    );
+    let note = r.never_acted.expect("a run of 200 000 references ends before the first epoch");
+    assert!(
+        note.starts_with("policy rainbow never acted: its first period (an epoch, engine.epoch_cycles = 100000000 cycles"),
+        "{note}"
+    );
 }

@@ -263,6 +263,25 @@ fn a_store_becomes_one_html_page() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("empty.db: not a tiersim sweep store"), "{}", text(&out));
 }
 
+/// A run in which the policy never acted (memos' first period, 25 ms here, comes
+/// after the run's 2 ms) is named by the sweep, by `--list` and on the report page.
+#[test]
+fn runs_in_which_the_policy_never_acted_are_named() {
+    let dir = Scratch::new("sweep");
+    let db = dir.file("idle.db");
+    let args = ["--name", "idle", "--axis", "policy=first-touch,memos", "--set", "policy.memos.passes_per_run=0"];
+    let out = sweep(&db, &args);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("runs in which the policy never acted: 1 (their figures are the initial placement's)\n  never acted: policy=memos: policy memos never acted: its first period"), "{}", text(&out));
+    let listed = text(&sweep(&db, &[&args[..], &["--list"]].concat()));
+    assert!(listed.contains("done    policy=memos  (the policy never acted)") && !listed.contains("policy=first-touch  (the"), "{listed}");
+    let page = dir.file("idle.html");
+    assert!(tiersim(&["report", &db, "-o", &page]).status.success());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("finished; the policy never acted").count(), 1);
+    assert!(html.contains("Runs in which the policy never acted</h3>") && html.contains("policy memos never acted: its first period"));
+}
+
 /// The number before `word` in a sweep's summary line (`… 3 run now …`).
 fn count_before(out: &str, word: &str) -> usize {
     let at = out.find(word).unwrap_or_else(|| panic!("`{word}` not in {out}"));

@@ -114,6 +114,19 @@ def test_a_spec_file_gives_the_sweep_its_name_and_store(tmp_path: Path) -> None:
         tiersim.load(tmp_path / "kv-policies.db", sweep="other")
 
 
+def test_runs_in_which_the_policy_never_acted_are_marked(tiersim_bin: Path, tmp_path: Path) -> None:
+    db = tmp_path / "idle.db"
+    flags = ["--workload", "kv", "--footprint", "32MiB", "--refs", "300000", "--set", "policy.memos.passes_per_run=0"]
+    done = cli(tiersim_bin, "sweep", "--db", str(db), *flags, "--axis", "policy=first-touch,memos")
+    assert done.returncode == 0, done.stderr
+    frame = tiersim.load(db, reports=True)
+    assert list(frame.columns[:6]) == ["sweep", "seq", "policy", "status", "error", "never_acted"]
+    assert frame["never_acted"][0] is None
+    assert frame["never_acted"][1].startswith("policy memos never acted: its first period")
+    assert frame["report"][1].never_acted == frame["never_acted"][1]
+    assert frame["report"][0].never_acted is None
+
+
 def test_python_m_tiersim_sweep_runs_a_spec_and_reports_like_the_cli(tmp_path: Path) -> None:
     spec = tmp_path / "s.toml"
     spec.write_text('[run]\nworkload = "kv"\nfootprint = "64MiB"\nrefs = 1_000_000\n[axes]\nseed = [1, 2]\n')

@@ -61,6 +61,13 @@ class Report:
         return policy
 
     @property
+    def never_acted(self) -> str | None:
+        """Why the policy did nothing in the run (its first period never came due, or
+        it moved no page), or ``None``: such a run shows its initial placement."""
+        note: str | None = self.raw.get("never_acted")
+        return note
+
+    @property
     def epochs(self) -> pd.DataFrame:
         """The per-epoch time series, one row per epoch: ``end_cycle``, the
         ``references``, ``instructions``, ``ipc``, ``fast_tier_fraction``,

@@ -26,7 +26,9 @@ def load(db: PathLike, sweep: str | None = None, reports: bool = False) -> pd.Da
 
     Columns: ``sweep``, ``seq`` (the grid position), one per axis (numbers where all
     of an axis's values are numbers), ``status`` (``ok`` or ``failed``), ``error``
-    (a failed run's message), one per summary figure (``cycles``, ``ipc``,
+    (a failed run's message), ``never_acted`` (the report's note when the policy never
+    acted: its first period never came due, or it moved no page; else ``None``), one
+    per summary figure (``cycles``, ``ipc``,
     ``amat_ns``, …), ``wall_seconds`` (the run's time) and ``finished`` (Unix time).
     With ``reports``, a ``report`` column holds each finished run's
     :class:`tiersim.Report`.
@@ -51,14 +53,17 @@ def load(db: PathLike, sweep: str | None = None, reports: bool = False) -> pd.Da
     with closing(sqlite3.connect(path)) as conn:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(runs)")]
         summary = [c for c in columns if c not in _native.RESERVED_COLUMNS and c not in every_axis]
-        shown = ["sweep", "seq", *axes, "status", "error", *summary, "wall_seconds", "finished"]
+        shown = ["sweep", "seq", *axes, "status", "error", "never_acted", *summary, "wall_seconds", "finished"]
         if reports:
             shown.append("report")
-        select = ", ".join(_ident(c) for c in shown)
+        # `never_acted` is read from the report, not a column of its own.
+        select = ", ".join("json_extract(report, '$.never_acted') AS never_acted" if c == "never_acted" else _ident(c) for c in shown)
         marks = ", ".join("?" for _ in wanted)
         frame = pd.read_sql_query(f"SELECT {select} FROM runs WHERE sweep IN ({marks}) ORDER BY sweep, seq", conn, params=wanted)
     for axis in axes:
         frame[axis] = _numbers_if_all(frame[axis])
+    # SQL's NULL as None, not NaN, beside the notes.
+    frame["never_acted"] = pd.Series([n if isinstance(n, str) else None for n in frame["never_acted"]], index=frame.index, dtype=object)
     if reports:
         parsed = [Report(json.loads(r)) if isinstance(r, str) else None for r in frame["report"]]
         frame["report"] = pd.Series(parsed, index=frame.index, dtype=object)

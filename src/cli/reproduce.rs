@@ -75,6 +75,7 @@ struct Outcome {
     failed: Vec<(String, String)>,
     rows: Vec<Row>,
     setting: String,
+    never_acted: Vec<String>,
 }
 
 impl Outcome {
@@ -140,6 +141,13 @@ fn reproduce_paper(paper: &Paper, args: &ReproduceArgs, db: Option<PathBuf>, out
     println!("{}{}\n", paper.title, if args.quick { " — quick" } else { "" });
     print!("{}", table_text(&rows));
     println!("\nSetting: {setting}");
+    let never_acted = results.never_acted();
+    if !never_acted.is_empty() {
+        println!("Runs in which a policy never acted or moved no page ({}; rows drawn from them show the initial placement):", never_acted.len());
+        for n in &never_acted {
+            println!("  {n}");
+        }
+    }
     println!("Discussion: {}", paper.doc);
     let runs: Vec<Vec<_>> = results.sweeps.iter().map(|(_, r)| r.iter().cloned().map(StoredRun::into_sweep_run).collect()).collect();
     let sections: Vec<SweepSection> = results
@@ -153,11 +161,15 @@ fn reproduce_paper(paper: &Paper, args: &ReproduceArgs, db: Option<PathBuf>, out
         .map(|r| [r.section.clone(), r.what.clone(), r.paper.clone(), r.ours.clone(), r.verdict().map_or(String::new(), |v| v.label().to_string())])
         .collect();
     let title = format!("tiersim reproduce {}{}: {}", paper.name, if args.quick { " --quick" } else { "" }, paper.title);
-    let page_setting = format!("{} {} Discussion: {}.", verdict_counts(&rows), setting, paper.doc);
+    let idle = match never_acted.len() {
+        0 => String::new(),
+        n => format!(" In {n} runs a policy never acted or moved no page (each sweep's section lists them)."),
+    };
+    let page_setting = format!("{} {setting}{idle} Discussion: {}.", verdict_counts(&rows), paper.doc);
     let page = html::sweeps_page(&title, Some((&cells, &page_setting)), &sections)?;
     html_out.write_all_and_commit(page.as_bytes())?;
     println!("Report: {}", html_path.display());
-    Ok(Outcome { db, total, already, left, failed, rows, setting })
+    Ok(Outcome { db, total, already, left, failed, rows, setting, never_acted })
 }
 
 /// `tiersim reproduce --all`: every paper on the scoreboard, then the scoreboard.
@@ -177,7 +189,7 @@ fn reproduce_all(args: &ReproduceArgs, started: Instant) -> Result<()> {
         }
         failed.extend(outcome.failed.iter().map(|(label, msg)| (format!("{}: {label}", paper.name), msg.clone())));
         let full = if args.quick { full_rows(paper)? } else { None };
-        papers.push(ScoredPaper { paper, rows: outcome.rows, setting: outcome.setting, full });
+        papers.push(ScoredPaper { paper, rows: outcome.rows, setting: outcome.setting, full, never_acted: outcome.never_acted });
     }
     let text = scoreboard(&papers, args.quick, env!("TIERSIM_COMMIT"), &failed);
     out.write_all_and_commit(text.as_bytes())?;

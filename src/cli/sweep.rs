@@ -160,6 +160,15 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     for (label, msg) in &o.failed_elsewhere {
         println!("  failed in another sweep: {label}: {msg}");
     }
+    let idle = store.never_acted(&spec.name)?;
+    if !idle.is_empty() {
+        let points = spec.points();
+        println!("  runs in which the policy never acted: {} (their figures are the initial placement's)", idle.len());
+        for (key, note) in &idle {
+            let label = points.iter().find(|p| p.key() == *key).map_or_else(|| key.clone(), |p| p.label());
+            println!("  never acted: {label}: {note}");
+        }
+    }
     if o.left > 0 {
         return Err(anyhow::Error::new(Interrupted(format!(
             "interrupted: {} runs left; the same command runs only those",
@@ -183,6 +192,10 @@ fn list(spec: &Spec, db: &std::path::Path) -> Result<()> {
     let points = spec.points();
     spec.check_runs(&points)?;
     let store = if db.exists() { Some(Store::open(db, false).with_context(|| "--list")?) } else { None };
+    let idle: Vec<String> = match &store {
+        Some(s) => s.never_acted(&spec.name)?.into_iter().map(|(key, _)| key).collect(),
+        None => Vec::new(),
+    };
     let mut counts = [0usize; 3];
     for p in &points {
         let status = match &store {
@@ -195,7 +208,8 @@ fn list(spec: &Spec, db: &std::path::Path) -> Result<()> {
             None => (2, "to run"),
         };
         counts[i] += 1;
-        println!("{:>5}  {word:<7} {}", p.seq, p.label());
+        let never = if idle.contains(&p.key()) { "  (the policy never acted)" } else { "" };
+        println!("{:>5}  {word:<7} {}{never}", p.seq, p.label());
     }
     println!("sweep {}: {} runs: {} done, {} failed, {} to run ({})", spec.name, points.len(), counts[0], counts[1], counts[2], db.display());
     Ok(())

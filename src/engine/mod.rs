@@ -38,6 +38,7 @@ use crate::report::{EpochRecord, Report, SamplingReport};
 use crate::trace::footprint::FootprintCheck;
 use crate::trace::{Access, Source};
 use anyhow::{bail, Result};
+use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -564,7 +565,8 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     report.notes.extend(traces.iter().flatten().filter_map(|t| t.facts.note.clone()));
     report.notes.extend(shared_traces);
     report.notes.extend(short_traces);
-    report.notes.extend(never_acted(name, &report));
+    report.never_acted = never_acted(name, cfg, &report);
+    report.notes.extend(report.never_acted.clone());
     if cfg.engine.mode == Mode::Sampled {
         if !sampled {
             report.notes.push(format!(
@@ -591,16 +593,29 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
 }
 
 /// A note when policy `name`, one that moves pages, did nothing in the run: its first
-/// period never came due (its report's `pacing.periods` is 0), or it moved no page.
-/// A run too short for a policy's period otherwise looks like a result of the policy.
-fn never_acted(name: &str, report: &Report) -> Option<String> {
+/// period never came due (its report's `pacing.periods` is 0, or `intervals` for the
+/// policies that act at each epoch's end), or it moved no page. A run too short for a
+/// policy's period otherwise looks like a result of the policy. The note is also the
+/// report's `never_acted`, which sweeps and `reproduce` read.
+fn never_acted(name: &str, cfg: &Config, report: &Report) -> Option<String> {
     if crate::policy::registry::PLACES_ONLY.contains(&name) {
         return None;
     }
     let seconds = report.summary.seconds;
-    let pacing = report.policy_report.get("pacing");
-    if pacing.and_then(|p| p["periods"].as_u64()) == Some(0) {
-        let period = pacing.and_then(|p| p["period_s"].as_f64()).map_or(String::new(), |s| format!(" ({s} s)"));
+    let policy = &report.policy_report;
+    let period = if let Some(p) = policy.get("pacing").filter(|p| p["periods"].as_u64() == Some(0)) {
+        Some(match (p["period_s"].as_f64(), p["period_references"].as_u64()) {
+            (Some(s), _) => format!(" ({s} s)"),
+            (None, Some(n)) => format!(" ({n} references)"),
+            (None, None) => String::new(),
+        })
+    } else if policy.get("intervals").and_then(Value::as_u64) == Some(0) {
+        let cycles = cfg.engine.epoch_cycles;
+        Some(format!(" (an epoch, engine.epoch_cycles = {cycles} cycles, {:.3} s)", cycles as f64 / (cfg.machine.freq_ghz * 1e9)))
+    } else {
+        None
+    };
+    if let Some(period) = period {
         return Some(format!(
             "policy {name} never acted: its first period{period} did not come due in the run's {seconds:.3} simulated seconds, so the run shows its initial placement only (run longer: --seconds, or --mode epochs)"
         ));

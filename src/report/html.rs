@@ -1138,6 +1138,16 @@ fn sweep_body(runs: &[SweepRun], baseline: Option<&str>, level: u8) -> Result<St
         }
         out += "</table>\n";
     }
+    let idle: Vec<(&SweepRun, &str)> = runs.iter().filter_map(|r| Some((r, finished(r)?["never_acted"].as_str()?))).collect();
+    if !idle.is_empty() {
+        out += &heading(level, "Runs in which the policy never acted");
+        let _ = writeln!(out, "<p>Their figures are those of the initial placement, not of the policy: the runs are too short for its first period (or it found nothing to move).</p>");
+        out += &axes_table_head(&layout, &["why"]);
+        for (run, note) in &idle {
+            let _ = writeln!(out, "<tr>{}<td>{}</td></tr>", axes_cells(&layout, run), escape(note));
+        }
+        out += "</table>\n";
+    }
     out += &heading(level, "Runs");
     let mut columns = vec!["status"];
     columns.extend(RUN_TABLE_METRICS);
@@ -1146,6 +1156,7 @@ fn sweep_body(runs: &[SweepRun], baseline: Option<&str>, level: u8) -> Result<St
         let status = match finished(run) {
             None => "<td class=\"warn\">failed</td>",
             Some(r) if r["complete"] == Value::Bool(false) => "<td class=\"warn\">incomplete</td>",
+            Some(r) if r["never_acted"].is_string() => "<td class=\"warn\">finished; the policy never acted</td>",
             Some(_) => "<td>finished</td>",
         };
         let _ = write!(out, "<tr>{}{status}", axes_cells(&layout, run));

@@ -367,6 +367,11 @@ pub struct Report {
     /// What the user should know to read the figures: capacities rounded or grown,
     /// placements that could not be honoured, traces in an older format.
     pub notes: Vec<String>,
+    /// Set when a policy that moves pages did nothing in the run (its first period
+    /// never came due, or it moved no page): the same text as its note. Sweeps and
+    /// `reproduce` mark the run by it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub never_acted: Option<String>,
     pub workloads: Vec<WorkloadSlot>,
     pub footprint_bytes: u64,
     pub summary: Summary,
@@ -591,6 +596,7 @@ impl Report {
             policy: policy.to_string(),
             preset: None,
             notes,
+            never_acted: None,
             workloads: slots.to_vec(),
             footprint_bytes: m.info().footprint_bytes,
             summary,

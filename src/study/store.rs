@@ -405,6 +405,19 @@ impl Store {
         }
     }
 
+    /// The finished runs of sweep `sweep` in which the policy never acted (their
+    /// report's `never_acted`), in grid order: key and the report's note.
+    pub fn never_acted(&self, sweep: &str) -> Result<Vec<(String, String)>> {
+        let mut s = self
+            .conn
+            .prepare(
+                "SELECT key, note FROM (SELECT key, seq, json_extract(report, '$.never_acted') AS note FROM runs WHERE sweep = ?1 AND status = 'ok') WHERE note IS NOT NULL ORDER BY seq",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = s.query_map([sweep], |r| Ok((r.get(0)?, r.get(1)?))).and_then(|m| m.collect()).map_err(|e| self.err(e))?;
+        Ok(rows)
+    }
+
     /// Whether a run with `key` of sweep `sweep` is stored, and its status.
     pub fn status(&self, sweep: &str, key: &str) -> Result<Option<String>> {
         self.conn
