@@ -284,7 +284,10 @@ fn compares_json_becomes_one_page_with_every_runs_series() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert_self_contained(&page, "compare");
     assert!(page.contains("<h2>Run 1: first-touch</h2>") && page.contains("<h2>Run 2: tpp</h2>"));
-    assert_eq!(page.matches("<figure class=\"plot\"").count(), 10 + 2 * EPOCH_PANELS.len(), "the sweep's panels, then each run's");
+    // first-touch never moves a page: a sentence stands for its page-moves panel.
+    let still = page.matches("<p>No plot of page moves per epoch: ").count();
+    assert!(page.contains("<p>No plot of page moves per epoch: policy first-touch moved no page in any epoch.</p>"), "{page}");
+    assert_eq!(page.matches("<figure class=\"plot\"").count(), 10 + 2 * EPOCH_PANELS.len() - still, "the sweep's panels, then each run's");
 }
 
 #[test]

@@ -77,6 +77,38 @@ const SWEEP_METRICS: &[(&str, &str, &str)] = &[
     ("llc_mpki", "LLC misses per thousand instructions", "MPKI"),
 ];
 
+/// The title of the epochs' page-moves panel, left out when every epoch moved none.
+const PAGE_MOVES_TITLE: &str = "Page moves per epoch";
+
+/// How the tables name the report's fields: key, label with its unit. Keys not listed
+/// are shown as they are.
+const FIELD_LABELS: &[(&str, &str)] = &[
+    ("seconds", "simulated time (s)"),
+    ("ipc", "IPC (instructions per cycle)"),
+    ("amat_ns", "AMAT (ns; demand memory accesses)"),
+    ("fast_tier_fraction", "fast-tier share of demand accesses"),
+    ("page_moves", "page moves"),
+    ("moved_bytes", "bytes moved"),
+    ("migrated_bytes", "bytes migrated"),
+    ("merge_copies", "huge pages merged from copies"),
+    ("merge_copied_bytes", "bytes copied to merge"),
+    ("migration_to_footprint", "bytes moved per byte of footprint"),
+    ("tlb_mpki", "TLB misses per 1000 instructions"),
+    ("llc_mpki", "LLC misses per 1000 instructions"),
+    ("energy_j", "memory energy (J)"),
+    ("slow_tier_writes", "slow-tier writes (64 B)"),
+    ("capacity_bytes", "capacity (bytes)"),
+    ("demand_accesses", "demand accesses"),
+    ("mechanism_bytes", "mechanism traffic (bytes)"),
+    ("dynamic_energy_j", "dynamic energy (J)"),
+    ("static_energy_j", "static energy (J)"),
+];
+
+/// The label of field `key` in a table: its words and unit, or the key itself.
+fn label(key: &str) -> &str {
+    FIELD_LABELS.iter().find(|(k, _)| *k == key).map_or(key, |(_, l)| l)
+}
+
 /// The summary figures of the sweep's table of runs.
 const RUN_TABLE_METRICS: [&str; 6] = ["cycles", "ipc", "amat_ns", "fast_tier_fraction", "page_moves", "energy_j"];
 
@@ -295,12 +327,29 @@ fn short_number(v: f64) -> String {
 fn cell(v: &Value) -> String {
     match v {
         Value::Null => "–".to_string(),
-        Value::Number(n) if n.is_u64() || n.is_i64() => n.to_string(),
+        Value::Number(n) if n.is_u64() || n.is_i64() => grouped(&n.to_string()),
         Value::Number(n) => significant(n.as_f64().unwrap_or(f64::NAN), 4),
         Value::String(s) => escape(s),
         Value::Bool(b) => b.to_string(),
         other => escape(&other.to_string()),
     }
+}
+
+/// A whole number's digits in groups of three from 10 000 up, split by narrow
+/// no-break spaces (96 000 000 100), as the tables show them.
+fn grouped(digits: &str) -> String {
+    let (sign, digits) = digits.strip_prefix('-').map_or(("", digits), |d| ("-", d));
+    if digits.len() < 5 {
+        return format!("{sign}{digits}");
+    }
+    let mut out = String::from(sign);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push('\u{202f}');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The unit simulated times are shown in for a run of `end_s` seconds: its name and
@@ -332,6 +381,21 @@ fn axis_range(values: impl Iterator<Item = f64>) -> Range<f64> {
     }
 }
 
+/// The x range of a panel of lines: from its first point to its last, so that a run
+/// of a few epochs (points at 31, 62 and 93 ms) fills the plot rather than its right
+/// two thirds; a single point sits in the middle of a range around it.
+fn x_span(xs: impl Iterator<Item = f64>) -> Range<f64> {
+    let (lo, hi) = xs.filter(|x| x.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    if !lo.is_finite() {
+        0.0..1.0
+    } else if hi > lo {
+        lo..hi
+    } else {
+        let half = if lo == 0.0 { 1.0 } else { lo.abs() * 0.5 };
+        lo - half..lo + half
+    }
+}
+
 /// One line of a panel of time series.
 struct Line {
     name: String,
@@ -358,6 +422,8 @@ struct BarPanel {
     colours: Vec<(String, RGBColor)>,
     /// The label of each group, one line per axis value.
     groups: Vec<Vec<String>>,
+    /// The axis of each line of the groups' labels, written left of the first group.
+    group_axes: Vec<String>,
     /// Per group, per colour: the bar's height, or None when no run gave one.
     values: Vec<Vec<Option<f64>>>,
     /// A horizontal line across the plot (1 for bars relative to a baseline).
@@ -440,8 +506,7 @@ fn draw_lines(panel: &LinePanel) -> Result<Plot> {
     let names: Vec<&str> = if panel.lines.len() > 1 { panel.lines.iter().map(|l| l.name.as_str()).collect() } else { Vec::new() };
     let (places, legend_px) = legend_layout(&names, PLOT_WIDTH_PX as i32);
     let size = (PLOT_WIDTH_PX, PLOT_HEIGHT_PX + legend_px as u32);
-    let x_end = panel.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).filter(|x| x.is_finite()).fold(0.0, f64::max);
-    let x_range = 0.0..if x_end > 0.0 { x_end } else { 1.0 };
+    let x_range = x_span(panel.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)));
     let y_range = panel.y_range.clone().unwrap_or_else(|| axis_range(panel.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1))));
     let mut svg = String::new();
     let area_px;
@@ -494,6 +559,8 @@ fn draw_bars(panel: &BarPanel) -> Result<Plot> {
     let (places, legend_px) = legend_layout(&names, width_px as i32);
     let label_lines = panel.groups.iter().map(Vec::len).max().unwrap_or(0) as u32;
     let label_px = 16 * label_lines + 8;
+    // Room on the left for the y labels and for the group axes' names below them.
+    let left_px = panel.group_axes.iter().map(|a| text_width_px(a) + 14).max().unwrap_or(0).max(68) as u32;
     let size = (width_px, PLOT_HEIGHT_PX + legend_px as u32 + label_px);
     let heights = panel.values.iter().flatten().flatten().copied().chain(panel.reference);
     let y_range = axis_range(heights);
@@ -514,7 +581,7 @@ fn draw_bars(panel: &BarPanel) -> Result<Plot> {
             .margin_right(18)
             .margin_bottom(4)
             .x_label_area_size(label_px)
-            .y_label_area_size(68)
+            .y_label_area_size(left_px)
             .build_cartesian_2d(0.0..n_groups as f64, y_range.clone())?;
         chart
             .configure_mesh()
@@ -542,6 +609,11 @@ fn draw_bars(panel: &BarPanel) -> Result<Plot> {
             for (i, line) in lines.iter().enumerate() {
                 root.draw(&Text::new(line.clone(), (x, y + 6 + 16 * i as i32), label_style(HPos::Center)))?;
             }
+        }
+        // The axis of each label line, in the label area left of the first group.
+        let (x, y) = chart.backend_coord(&(0.0, y_range.start));
+        for (i, axis) in panel.group_axes.iter().enumerate() {
+            root.draw(&Text::new(format!("{axis}:"), (x - 4, y + 6 + 16 * i as i32), label_style(HPos::Right)))?;
         }
         let (xs, ys) = chart.plotting_area().get_pixel_range();
         area_px = [xs.start, ys.start, xs.end, ys.end];
@@ -586,8 +658,17 @@ fn run_body(report: &Value, level: u8) -> Result<String> {
     if epochs.is_empty() {
         out += "<p>The report has no epochs.</p>\n";
     } else {
-        let (panels, note) = epoch_panels(report, epochs, &time);
+        let (mut panels, note) = epoch_panels(report, epochs, &time);
+        let moved = |l: &Line| l.points.iter().any(|p| p.1 != 0.0);
+        let still = panels.iter().position(|p| p.title == PAGE_MOVES_TITLE && !p.lines.iter().any(moved));
+        if let Some(i) = still {
+            panels.remove(i);
+        }
         out += &panels_html(&line_figures(&panels)?);
+        if still.is_some() {
+            let why = report["never_acted"].as_str().map_or_else(|| format!("policy {} moved no page in any epoch", policy_name(report)), str::to_string);
+            let _ = writeln!(out, "<p>No plot of page moves per epoch: {}.</p>", escape(&why));
+        }
         if let Some(n) = note {
             let _ = writeln!(out, "<p>{}</p>", escape(&n));
         }
@@ -674,7 +755,7 @@ fn facts_table(report: &Value) -> String {
 fn key_value_table(v: &Value) -> String {
     let mut out = String::from("<table>\n");
     for (k, v) in v.as_object().into_iter().flatten() {
-        let _ = writeln!(out, "<tr><th>{}</th><td class=\"n\">{}</td></tr>", escape(k), cell(v));
+        let _ = writeln!(out, "<tr><th>{}</th><td class=\"n\">{}</td></tr>", escape(label(k)), cell(v));
     }
     out + "</table>\n"
 }
@@ -686,7 +767,7 @@ fn tiers_table(tiers: &Value) -> String {
     let columns = ["capacity_bytes", "demand_accesses", "amat_ns", "reads", "writes", "mechanism_bytes", "dynamic_energy_j", "static_energy_j"];
     let mut out = String::from("<table>\n<tr><th>tier</th>");
     for c in columns {
-        let _ = write!(out, "<th>{c}</th>");
+        let _ = write!(out, "<th>{}</th>", escape(label(c)));
     }
     out += "</tr>\n";
     for t in tiers {
@@ -720,7 +801,7 @@ fn epoch_panels(report: &Value, epochs: &[Value], time: &TimeAxis) -> (Vec<LineP
             caption: "Share of the epoch's demand memory accesses served by the fast tier, and of the data pages that live there at the epoch's end.".into(),
         },
         LinePanel {
-            title: "Page moves per epoch".into(),
+            title: PAGE_MOVES_TITLE.into(),
             x_desc: time.desc(),
             y_desc: "pages".into(),
             y_range: None,
@@ -1122,6 +1203,7 @@ fn sweep_body(runs: &[SweepRun], baseline: Option<&str>, level: u8) -> Result<St
             y_desc: if normalised { format!("relative to {}", base_name.unwrap_or("?")) } else { unit.to_string() },
             colours: layout.colours.iter().enumerate().map(|(i, c)| (c.clone(), colour(i))).collect(),
             groups: layout.groups.clone(),
+            group_axes: layout.group_axes.clone(),
             values,
             reference: normalised.then_some(1.0),
             caption,
@@ -1201,7 +1283,7 @@ fn missing_bars(layout: &Layout, runs: &[SweepRun], values: &[Vec<Option<f64>>])
 /// The head of a table of runs: a column per axis, then `columns`.
 fn axes_table_head(layout: &Layout, columns: &[&str]) -> String {
     let mut out = String::from("<table>\n<tr>");
-    for a in layout.axes.iter().map(String::as_str).chain(columns.iter().copied()) {
+    for a in layout.axes.iter().map(String::as_str).chain(columns.iter().map(|c| label(c))) {
         let _ = write!(out, "<th>{}</th>", escape(a));
     }
     out + "</tr>\n"
@@ -1247,7 +1329,14 @@ mod tests {
         assert_eq!(short_number(25_000.0), "25k");
         assert_eq!(short_number(3_250_000.0), "3.25M");
         assert_eq!(short_number(0.00025), "2.5e-4");
-        assert_eq!(cell(&json!(441109323u64)), "441109323");
+        assert_eq!(cell(&json!(441109323u64)), "441\u{202f}109\u{202f}323");
+        assert_eq!(cell(&json!(-12345)), "-12\u{202f}345");
+        assert_eq!(cell(&json!(2048)), "2048");
+        assert_eq!(label("amat_ns"), "AMAT (ns; demand memory accesses)");
+        assert_eq!(label("some_policy_key"), "some_policy_key");
+        assert_eq!(x_span([0.031, 0.062, 0.093].into_iter()), 0.031..0.093);
+        assert_eq!(x_span([2.0].into_iter()), 1.0..3.0);
+        assert_eq!(x_span(std::iter::empty()), 0.0..1.0);
         assert_eq!(cell(&json!(0.15626)), "0.1563");
         assert_eq!(time_unit(0.0135), ("ms", 1e3));
     }
