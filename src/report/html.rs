@@ -13,6 +13,7 @@
 //! a report written by an older tiersim still renders, without the panels whose
 //! figures it lacks. `docs/report.md` describes every panel.
 
+use super::geometric_mean;
 use anyhow::{anyhow, bail, Context, Result};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -1025,14 +1026,6 @@ fn distinct<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
     out
 }
 
-/// The geometric mean of ratios; 0 when one of them is 0.
-fn geometric_mean(ratios: &[f64]) -> f64 {
-    if ratios.iter().any(|r| *r <= 0.0) {
-        return 0.0;
-    }
-    (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp()
-}
-
 /// The value of `run` that colours its bar: its value on `axis`, followed, for a
 /// policy, by its values on the policy's own parameter axes that apply to it
 /// (`thermostat tolerable_slowdown_pct=3`).
@@ -1126,7 +1119,7 @@ impl Layout {
                         if normalised {
                             let base = &row[self.baseline.unwrap_or(0)];
                             let ratios: Vec<f64> = cell.iter().filter_map(|(seed, v)| base.iter().find(|b| b.0 == *seed).map(|b| v / b.1)).collect();
-                            (!ratios.is_empty()).then(|| geometric_mean(&ratios))
+                            geometric_mean(&ratios)
                         } else {
                             (!cell.is_empty()).then(|| cell.iter().map(|s| s.1).sum::<f64>() / cell.len() as f64)
                         }

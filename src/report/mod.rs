@@ -641,8 +641,32 @@ impl Report {
     }
 }
 
+/// The geometric mean of `xs` (ratios, speed-ups, shares): 0 when one is 0; none when
+/// there are none, or one is negative or not a number, where it has no meaning. The
+/// one mean of the report pages and of `reproduce`.
+pub fn geometric_mean(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() || xs.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
+        return None;
+    }
+    if xs.contains(&0.0) {
+        return Some(0.0);
+    }
+    Some((xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
+}
+
 #[cfg(test)]
 mod tests {
+    use super::geometric_mean;
+
+    #[test]
+    fn the_geometric_mean_is_of_non_negative_numbers() {
+        assert!((geometric_mean(&[1.0, 4.0]).unwrap() - 2.0).abs() < 1e-12);
+        assert_eq!(geometric_mean(&[2.0, 0.0]), Some(0.0));
+        assert_eq!(geometric_mean(&[]), None);
+        assert_eq!(geometric_mean(&[2.0, -1.0]), None);
+        assert_eq!(geometric_mean(&[2.0, f64::NAN]), None);
+    }
+
     use super::*;
 
     fn with_epochs(points: &[(u64, u64)], cycles: u64) -> Report {

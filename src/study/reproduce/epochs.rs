@@ -6,7 +6,7 @@
 //! validation; the "paper" column is the bound of issue 36 (cycles within 5 %, the
 //! fast tier's share within 3 points, pages moved within 15 %).
 
-use super::{geomean, number, sweep, Paper, Results, Row};
+use super::{geometric_mean, number, sweep, Paper, Results, Row};
 use crate::study::Spec;
 use serde_json::Value;
 
@@ -229,7 +229,7 @@ fn table(res: &Results) -> Vec<Row> {
         (of > 0).then(|| format!("{within} of {of}; outside: {}", if outliers.is_empty() { "none".to_string() } else { outliers.join("; ") })),
     ));
     let (lo, hi) = speedups.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-    rows.push(Row::new("issue 36", "speed-up of epochs mode (wall time, detailed / epochs)", "-", geomean(&speedups).map(|g| format!("geomean {g:.1}× ({lo:.1}–{hi:.1}×)"))));
+    rows.push(Row::new("issue 36", "speed-up of epochs mode (wall time, detailed / epochs)", "-", geometric_mean(&speedups).map(|g| format!("geometric_mean {g:.1}× ({lo:.1}–{hi:.1}×)"))));
     rows
 }
 

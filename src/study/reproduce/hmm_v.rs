@@ -11,7 +11,7 @@
 //! 50 ms rounds) stay in detailed mode at the paper's footprints ÷ 16. The comparisons
 //! with its baselines are the paper `hmm-v-baselines`.
 
-use super::{fmt, geomean, number, relative_performance_pct, relative_throughput_pct, slot_of, sweep, Claim, Paper, Results, Row, NO_EFFECT};
+use super::{fmt, geometric_mean, number, relative_performance_pct, relative_throughput_pct, slot_of, sweep, Claim, Paper, Results, Row, NO_EFFECT};
 use crate::study::Spec;
 use serde_json::Value;
 
@@ -617,7 +617,7 @@ fn four_vms_rows(res: &Results, rows: &mut Vec<Row>) {
     rows.push(Row::new("§5.9.1, Fig. 8a", format!("{what}: island, performance of all-DRAM per VM"), "—", show(&island)));
     rows.push(Row::new("§5.9.1, Fig. 8a", format!("{what}: pool, performance of all-DRAM per VM"), "ahead of island on every VM", show(&pool)));
     let values = |v: &[(String, f64)]| v.iter().map(|x| x.1).collect::<Vec<_>>();
-    let lead = island.as_deref().zip(pool.as_deref()).and_then(|(i, p)| Some(geomean(&values(p))? / geomean(&values(i))? - 1.0));
+    let lead = island.as_deref().zip(pool.as_deref()).and_then(|(i, p)| Some(geometric_mean(&values(p))? / geometric_mean(&values(i))? - 1.0));
     rows.push(
         Row::measured("§5.9.1, Fig. 8a", "four VMs: pool over island (geometric mean)", "+12 %", lead.map(|l| (l, format!("{:+.1} %", l * 100.0))), Claim::Change(0.12)).because(
             "The first round (0.6 to about 5.4 s) comes when stream has touched a third of its 4 GiB, so its hot set looks small and pool mode \

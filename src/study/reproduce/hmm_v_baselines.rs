@@ -6,7 +6,7 @@
 //! (`workload.init`), as the paper's benchmarks allocate and fill their data before
 //! they run.
 
-use super::{geomean, number, relative_performance_pct, slot_of, sweep, Claim, Paper, Results, Row};
+use super::{geometric_mean, number, relative_performance_pct, slot_of, sweep, Claim, Paper, Results, Row};
 use crate::study::Spec;
 use serde_json::Value;
 
@@ -431,7 +431,7 @@ fn two_vms_claims(res: &Results, rows: &mut Vec<Row>) {
     // Each VM's performance of all-DRAM, geometric mean over the two.
     let mean = |p: &str| -> Option<f64> {
         let (r, base) = (shared(p)?, shared("all-fast")?);
-        geomean(&["kv", "graph-bfs"].iter().map(|w| vm_pct(r, base, w)).collect::<Option<Vec<_>>>()?)
+        geometric_mean(&["kv", "graph-bfs"].iter().map(|w| vm_pct(r, base, w)).collect::<Option<Vec<_>>>()?)
     };
     let island = shared("hmm-v").filter(|r| r["policy_report"]["mode"] == "island").and_then(|_| mean("hmm-v"));
     let pool = "not measured: two-vms-shared runs HMM-V in island mode only".to_string();
@@ -515,13 +515,13 @@ fn four_vms_rows(res: &Results, rows: &mut Vec<Row>) {
                 let names: Vec<&str> = r["workloads"].as_array()?.iter().filter_map(|w| w["workload"]["name"].as_str()).collect();
                 names.into_iter().map(|w| Some((w.to_string(), vm_pct(r, b, w)?))).collect()
             });
-            let mean = per.as_ref().and_then(|v| geomean(&v.iter().map(|x| x.1).collect::<Vec<_>>()));
+            let mean = per.as_ref().and_then(|v| geometric_mean(&v.iter().map(|x| x.1).collect::<Vec<_>>()));
             means.push((label.clone(), mean));
             rows.push(Row::new(
                 section,
                 format!("four VMs, {pages}: {label}, performance of all-DRAM per VM"),
                 "—",
-                per.zip(mean).map(|(v, m)| format!("{} (geomean {m:.1} %)", v.iter().map(|(w, x)| format!("{w} {x:.1} %")).collect::<Vec<_>>().join(" / "))),
+                per.zip(mean).map(|(v, m)| format!("{} (geometric_mean {m:.1} %)", v.iter().map(|(w, x)| format!("{w} {x:.1} %")).collect::<Vec<_>>().join(" / "))),
             ));
         }
         let mean = |label: &str| means.iter().find(|m| m.0 == label).and_then(|m| m.1);
@@ -613,8 +613,8 @@ mod tests {
 
     /// The two-VM figures of §5.9.2 come from the two-VM run, each VM found by its
     /// workload: all-DRAM takes 100 cycles on each; HMM-V island 200 (graph-bfs) and
-    /// 125 (kv), so 50 % and 80 %, geomean √(50·80) = 63.25 %; MM 160 and 100, so 62.5
-    /// and 100 %, geomean 79.06 %; Nimble 400 and 250, 25 and 40 %, geomean 31.62 %.
+    /// 125 (kv), so 50 % and 80 %, geometric_mean √(50·80) = 63.25 %; MM 160 and 100, so 62.5
+    /// and 100 %, geometric_mean 79.06 %; Nimble 400 and 250, 25 and 40 %, geometric_mean 31.62 %.
     /// HMM-V island over MM: 63.25 / 79.06 = 0.8 (−20 %); over Nimble 2.00×.
     #[test]
     fn two_vm_claims_compare_the_two_vm_run_and_leave_the_pool_unmeasured() {

@@ -7,7 +7,7 @@
 //! Not a paper: tiersim's own study; the "paper" column quotes what TPP and the
 //! kernel claim where the doc cites them.
 
-use super::{geomean, number, sweep, Paper, Results, Row};
+use super::{geometric_mean, number, sweep, Paper, Results, Row};
 use crate::study::Spec;
 use serde_json::Value;
 
@@ -164,7 +164,7 @@ fn short_rows(res: &Results, rows: &mut Vec<Row>) {
         }
         let mean = |on: &[&str], cells: &Option<Vec<(f64, f64)>>| {
             let c = cells.as_ref()?;
-            (on.len() == present.len()).then(|| geomean(&c.iter().map(|x| x.0).collect::<Vec<_>>())).flatten()
+            (on.len() == present.len()).then(|| geometric_mean(&c.iter().map(|x| x.0).collect::<Vec<_>>())).flatten()
         };
         let oracle = per_policy.iter().find(|p| p.0 == "oracle").and_then(|(_, on, cells)| mean(on, cells));
         for (p, on, cells) in &per_policy {
@@ -173,7 +173,7 @@ fn short_rows(res: &Results, rows: &mut Vec<Row>) {
                 let mib: f64 = c.iter().map(|x| x.1).sum();
                 let g = mean(on, cells).map_or(String::new(), |g| {
                     let against = oracle.map_or(String::new(), |o| format!(", {:.2}× oracle's", g / o));
-                    format!("geomean {g:.3}{against}: ")
+                    format!("geometric_mean {g:.3}{against}: ")
                 });
                 format!("{g}{}; {mib:.0} MiB migrated", each.join(", "))
             });

@@ -516,10 +516,7 @@ pub fn relative_throughput_pct(r: &Value, base: &Value, warmup: f64) -> Option<f
     (theirs > 0.0).then(|| 100.0 * own / theirs)
 }
 
-/// The geometric mean of `xs`, all positive; none when there are none.
-pub fn geomean(xs: &[f64]) -> Option<f64> {
-    (!xs.is_empty()).then(|| (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
-}
+pub use crate::report::geometric_mean;
 
 /// The core and the tenant that run workload `name` in run `r`, from its `workloads`
 /// (the first slot that runs it), so that a row names a VM by what it runs rather than
@@ -622,8 +619,6 @@ mod tests {
         let (run, base) = (report([150, 200]), report([50, 100]));
         assert_eq!(relative_performance_pct(&run, &base, 0.0), Some(50.0));
         assert_eq!(relative_performance_pct(&run, &base, 0.5), Some(100.0));
-        assert!((geomean(&[1.0, 4.0]).unwrap() - 2.0).abs() < 1e-12);
-        assert_eq!(geomean(&[]), None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! and the speed-up. Not a paper: tiersim's own validation; the "paper" column is the
 //! target of issue 17 (within 3 %, at least 10× faster).
 
-use super::{geomean, number, sweep, Paper, Results, Row};
+use super::{geometric_mean, number, sweep, Paper, Results, Row};
 use crate::study::Spec;
 use serde_json::Value;
 
@@ -148,7 +148,7 @@ fn table(res: &Results) -> Vec<Row> {
         "issue 17",
         "speed-up of sampled mode (wall time, detailed / sampled)",
         "≥ 10×",
-        geomean(&speedups).map(|g| format!("geomean {g:.2}× ({lo:.2}–{hi:.2}×)")),
+        geometric_mean(&speedups).map(|g| format!("geometric_mean {g:.2}× ({lo:.2}–{hi:.2}×)")),
     ));
     rows
 }
