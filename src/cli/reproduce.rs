@@ -99,7 +99,7 @@ impl Outcome {
             return Err(anyhow::Error::new(Interrupted(format!("interrupted: {} runs left; the same command runs only those", self.left))));
         }
         if !self.failed.is_empty() {
-            return Err(anyhow::Error::new(RunFailed(format!("{} runs failed; the same command runs them again", self.failed.len()))));
+            return Err(runs_failed(self.failed.len()));
         }
         Ok(())
     }
@@ -172,6 +172,11 @@ fn reproduce_paper(paper: &Paper, args: &ReproduceArgs, db: Option<PathBuf>, out
     Ok(Outcome { db, total, already, left, failed, rows, setting, never_acted })
 }
 
+/// The command's error when `n` runs failed (exit code 1).
+fn runs_failed(n: usize) -> anyhow::Error {
+    anyhow::Error::new(RunFailed(format!("{n} runs failed; the same command runs them again")))
+}
+
 /// `tiersim reproduce --all`: every paper on the scoreboard, then the scoreboard.
 /// It is written only when every paper's runs are done (failed runs are named on
 /// it); an interrupted command writes none.
@@ -195,7 +200,7 @@ fn reproduce_all(args: &ReproduceArgs, started: Instant) -> Result<()> {
     out.write_all_and_commit(text.as_bytes())?;
     println!("Scoreboard: {} ({} in all)", path.display(), duration(started.elapsed().as_secs_f64()));
     if !failed.is_empty() {
-        return Err(anyhow::Error::new(RunFailed(format!("{} runs failed; the same command runs them again", failed.len()))));
+        return Err(runs_failed(failed.len()));
     }
     Ok(())
 }
