@@ -60,6 +60,12 @@ params! {
         /// ("very high percentage", §3; the value is our choice), unless the table has
         /// no room left for a new pair: then the best page goes whatever its share.
         pub reconcile_min_share: f64 = 0.5,
+        /// Which entries reconciliation takes: "share" (our reading of §3: the pages
+        /// with most subpages moved, above `reconcile_min_share`) or "oldest" (the
+        /// authors' Ramulator MigC, `onfly_ar_init`: the oldest entry not being moved,
+        /// whatever its share). Either way our machine moves the page's remaining
+        /// subpages first, since the OS maps whole huge pages (their units are pages).
+        pub reconcile: String = "share".into(),
         /// Migration-queue entries per memory controller (Table 1: 32).
         pub mig_queue_entries: u32 = 32,
         /// Page walk to rewrite a PTE at reconciliation, in cycles (Table 2: 150).
@@ -314,14 +320,16 @@ impl<V: Variant> Otf<V> {
     fn reconcile(&mut self, target: usize, mech: &mut Mechanisms<Remap>) {
         let r = mech.remap();
         let subpages = 1u32 << (self.huge_shift - 12 - self.unit_shift);
-        let order = reconcile_order(r.entries().filter(|(_, e)| e.old >= self.slow_base && !e.returning).map(|(_, e)| (e.migrated.count_ones(), e.created, e.old)).collect());
+        let oldest = self.cfg.reconcile == "oldest";
+        let entries: Vec<(u32, u64, u64)> = r.entries().filter(|(_, e)| e.old >= self.slow_base && !e.returning).map(|(_, e)| (e.migrated.count_ones(), e.created, e.old)).collect();
+        let order = if oldest { oldest_order(entries) } else { reconcile_order(entries) };
         for (moved, old) in order {
             let r = mech.remap();
             if r.occupancy() < target.max(1) {
                 break;
             }
             let full = r.occupancy() + 2 > r.capacity();
-            if (moved as f64) < self.cfg.reconcile_min_share * subpages as f64 && !full {
+            if !oldest && (moved as f64) < self.cfg.reconcile_min_share * subpages as f64 && !full {
                 break;
             }
             let e = mech.remap().entry_of(old).map(|s| *mech.remap().entry(s));
@@ -463,6 +471,7 @@ where
         if !(0.0..=1.0).contains(&cfg.reconcile_min_share) {
             anyhow::bail!("policy: reconcile_min_share must be in [0, 1], got {}", cfg.reconcile_min_share);
         }
+        check_reconcile(&cfg)?;
         if cfg.threshold == 0 || cfg.threshold_min == 0 || cfg.threshold_min > cfg.threshold_max {
             anyhow::bail!("policy: threshold and threshold_min must be positive, threshold_min ≤ threshold_max");
         }
@@ -582,6 +591,21 @@ fn reconcile_order(mut entries: Vec<(u32, u64, u64)>) -> Vec<(u32, u64)> {
     entries.into_iter().map(|e| (e.0, e.2)).collect()
 }
 
+/// `reconcile` is one of the two readings.
+fn check_reconcile(cfg: &OtfConfig) -> anyhow::Result<()> {
+    if cfg.reconcile != "share" && cfg.reconcile != "oldest" {
+        anyhow::bail!("policy: reconcile must be \"share\" or \"oldest\", got {:?}", cfg.reconcile);
+    }
+    Ok(())
+}
+
+/// The authors' reconciliation order (`onfly_ar_init`): the oldest entry first,
+/// whatever its share of subpages moved.
+fn oldest_order(mut entries: Vec<(u32, u64, u64)>) -> Vec<(u32, u64)> {
+    entries.sort_by(|a, b| a.1.cmp(&b.1).then(a.2.cmp(&b.2)));
+    entries.into_iter().map(|e| (e.0, e.2)).collect()
+}
+
 /// SpRM's choice of subpages to move back: the `n` with the lowest Migration Benefit
 /// Quotient (accesses since migration, §3), the lowest old frame first among equals.
 fn lowest_mbq(mut moved: Vec<(u32, u64)>, n: usize) -> Vec<(u32, u64)> {
@@ -645,6 +669,23 @@ mod tests {
         // (subpages moved, cycle made, old frame)
         let order = reconcile_order(vec![(2, 50, 10), (8, 90, 20), (2, 10, 30), (5, 70, 40)]);
         assert_eq!(order, vec![(8, 20), (5, 40), (2, 30), (2, 10)]);
+    }
+
+    #[test]
+    fn the_authors_reconciliation_takes_the_oldest_whatever_its_share() {
+        // (subpages moved, cycle made, old frame): made at 10, 50, 70, 90 → 30 (2 moved)
+        // goes first although 20 has 8 moved; a tie in age goes to the lower frame.
+        let order = oldest_order(vec![(2, 50, 10), (8, 90, 20), (2, 10, 30), (5, 70, 40), (1, 10, 5)]);
+        assert_eq!(order, vec![(1, 5), (2, 30), (2, 10), (5, 40), (8, 20)]);
+    }
+
+    #[test]
+    fn a_bad_reconcile_value_names_the_key() {
+        let c: SpArConfig = toml::from_str("reconcile = \"newest\"").unwrap();
+        assert_eq!(c.0.reconcile, "newest");
+        let e = check_reconcile(&c.0).unwrap_err().to_string();
+        assert!(e.contains("reconcile") && e.contains("newest"), "{e}");
+        assert!(check_reconcile(&SpArConfig::default().0).is_ok());
     }
 
     #[test]
