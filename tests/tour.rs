@@ -50,7 +50,9 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
         ("report out.json -o report.html", &[], |r| {
             let page = std::fs::read_to_string(r.dir.join("report.html")).unwrap();
             assert!(page.contains("<title>tiersim run: first-touch on zipf</title>"), "{}", &page[..page.len().min(400)]);
-            assert_eq!(page.matches("<figure class=\"plot\"").count(), 5, "the five per-epoch panels");
+            // first-touch moves no page: a sentence stands for the page-moves panel.
+            assert_eq!(page.matches("<figure class=\"plot\"").count(), 4, "the per-epoch panels but page moves");
+            assert!(page.contains("<p>No plot of page moves per epoch: policy first-touch moved no page in any epoch.</p>"));
         }),
         ("sweep studies/cxl-kv.toml -j 2", &[], |r| {
             assert!(r.stdout.contains("sweep cxl-kv: 24 runs in studies/cxl-kv.db: 0 already there, 24 run now (0 failed)"), "{}", r.stdout);
