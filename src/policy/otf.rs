@@ -37,6 +37,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::marker::PhantomData;
 
+/// Which entries reconciliation takes (`reconcile`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reconcile {
+    /// The pages with most subpages moved, above `reconcile_min_share` (our reading
+    /// of §3).
+    Share,
+    /// The oldest entry not being moved, whatever its share (the authors' model).
+    Oldest,
+}
+
 params! {
     /// Parameters of on-the-fly migration behind MigC (SpAR §4, Tables 1–2).
     pub struct OtfConfig {
@@ -65,7 +76,7 @@ params! {
         /// authors' Ramulator MigC, `onfly_ar_init`: the oldest entry not being moved,
         /// whatever its share). Either way our machine moves the page's remaining
         /// subpages first, since the OS maps whole huge pages (their units are pages).
-        pub reconcile: String = "share".into(),
+        pub reconcile: Reconcile = Reconcile::Share,
         /// Migration-queue entries per memory controller (Table 1: 32).
         pub mig_queue_entries: u32 = 32,
         /// Page walk to rewrite a PTE at reconciliation, in cycles (Table 2: 150).
@@ -320,7 +331,7 @@ impl<V: Variant> Otf<V> {
     fn reconcile(&mut self, target: usize, mech: &mut Mechanisms<Remap>) {
         let r = mech.remap();
         let subpages = 1u32 << (self.huge_shift - 12 - self.unit_shift);
-        let oldest = self.cfg.reconcile == "oldest";
+        let oldest = self.cfg.reconcile == Reconcile::Oldest;
         let entries: Vec<(u32, u64, u64)> = r.entries().filter(|(_, e)| e.old >= self.slow_base && !e.returning).map(|(_, e)| (e.migrated.count_ones(), e.created, e.old)).collect();
         let order = if oldest { oldest_order(entries) } else { reconcile_order(entries) };
         for (moved, old) in order {
@@ -471,7 +482,6 @@ where
         if !(0.0..=1.0).contains(&cfg.reconcile_min_share) {
             anyhow::bail!("policy: reconcile_min_share must be in [0, 1], got {}", cfg.reconcile_min_share);
         }
-        check_reconcile(&cfg)?;
         if cfg.threshold == 0 || cfg.threshold_min == 0 || cfg.threshold_min > cfg.threshold_max {
             anyhow::bail!("policy: threshold and threshold_min must be positive, threshold_min ≤ threshold_max");
         }
@@ -591,14 +601,6 @@ fn reconcile_order(mut entries: Vec<(u32, u64, u64)>) -> Vec<(u32, u64)> {
     entries.into_iter().map(|e| (e.0, e.2)).collect()
 }
 
-/// `reconcile` is one of the two readings.
-fn check_reconcile(cfg: &OtfConfig) -> anyhow::Result<()> {
-    if cfg.reconcile != "share" && cfg.reconcile != "oldest" {
-        anyhow::bail!("policy: reconcile must be \"share\" or \"oldest\", got {:?}", cfg.reconcile);
-    }
-    Ok(())
-}
-
 /// The authors' reconciliation order (`onfly_ar_init`): the oldest entry first,
 /// whatever its share of subpages moved.
 fn oldest_order(mut entries: Vec<(u32, u64, u64)>) -> Vec<(u32, u64)> {
@@ -681,11 +683,10 @@ mod tests {
 
     #[test]
     fn a_bad_reconcile_value_names_the_key() {
-        let c: SpArConfig = toml::from_str("reconcile = \"newest\"").unwrap();
-        assert_eq!(c.0.reconcile, "newest");
-        let e = check_reconcile(&c.0).unwrap_err().to_string();
+        let e = toml::from_str::<SpArConfig>("reconcile = \"newest\"").unwrap_err().to_string();
         assert!(e.contains("reconcile") && e.contains("newest"), "{e}");
-        assert!(check_reconcile(&SpArConfig::default().0).is_ok());
+        let c: SpArConfig = toml::from_str("reconcile = \"oldest\"").unwrap();
+        assert_eq!((c.0.reconcile, SpArConfig::default().0.reconcile), (Reconcile::Oldest, Reconcile::Share));
     }
 
     #[test]
