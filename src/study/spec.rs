@@ -98,11 +98,17 @@ impl Point {
 
     /// The axis values as `policy=tpp seed=1` (`(no axes)` for a one-run sweep).
     pub fn label(&self) -> String {
-        if self.axes.is_empty() {
-            return "(no axes)".into();
-        }
-        self.axes.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+        axes_label(&self.axes)
     }
+}
+
+/// A run's values on its sweep's axes as `policy=tpp seed=1` (`(no axes)` for a
+/// one-run sweep).
+pub fn axes_label(axes: &[(String, String)]) -> String {
+    if axes.is_empty() {
+        return "(no axes)".into();
+    }
+    axes.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
 }
 
 /// Builds the command line's options from a run's `options`.

@@ -17,7 +17,8 @@ mod sampled;
 mod spar;
 mod thermostat;
 
-use super::spec::Spec;
+pub use crate::report::geometric_mean;
+use super::spec::{axes_label, Spec};
 use super::store::{Store, StoredRun, StoredSweep};
 use anyhow::{anyhow, Result};
 use serde_json::Value;
@@ -407,8 +408,7 @@ impl Results {
         for (s, runs) in &self.sweeps {
             for r in runs {
                 if let Some(note) = r.report.as_ref().and_then(|v| v["never_acted"].as_str()) {
-                    let axes: Vec<String> = r.axes.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    out.push(format!("{}: {}: {note}", s.name, axes.join(" ")));
+                    out.push(format!("{}: {}: {note}", s.name, axes_label(&r.axes)));
                 }
             }
         }
@@ -515,8 +515,6 @@ pub fn relative_throughput_pct(r: &Value, base: &Value, warmup: f64) -> Option<f
     let own = rate(r)?;
     (theirs > 0.0).then(|| 100.0 * own / theirs)
 }
-
-pub use crate::report::geometric_mean;
 
 /// The core and the tenant that run workload `name` in run `r`, from its `workloads`
 /// (the first slot that runs it), so that a row names a VM by what it runs rather than
