@@ -174,13 +174,34 @@ fn policies_and_config_commands() {
 }
 
 #[test]
-fn demo_runs_the_baselines() {
-    let out = tiersim(&["demo"]);
+fn demo_shows_paper_systems_and_linux_moving_pages_and_writes_its_page() {
+    let dir = Scratch::new("demo");
+    let page = dir.join("page.html");
+    let out = tiersim(&["demo", "--html", page.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
-    for p in ["all-fast", "first-touch", "flat-static", "round-robin", "all-slow"] {
-        assert!(text.lines().any(|l| l.starts_with(p)), "{p} row missing:\n{text}");
+    for p in ["all-fast", "first-touch", "all-slow", "rainbow", "memos", "tpp"] {
+        assert!(text.lines().any(|l| l.starts_with(&format!("{p} "))), "{p} row missing:\n{text}");
     }
+    // Every policy that is not a baseline moved pages in the demo's run, and a
+    // sentence computed from its report says how many.
+    for p in ["rainbow", "memos", "tpp"] {
+        let line = text.lines().find(|l| l.starts_with(&format!("- {p} moved "))).unwrap_or_else(|| panic!("no sentence for {p}:\n{text}"));
+        let moved: u64 = line.split_whitespace().nth(3).unwrap().parse().unwrap();
+        assert!(moved > 0, "{line}");
+    }
+    // The scaled periods are stated with the values the runs used.
+    assert!(text.contains("--set policy.memos.interval_s=0.2   (paper or kernel: 20 s rounds (memos §5))"), "{text}");
+    assert!(text.contains("first-touch keeps each page where it was first touched"), "{text}");
+    assert!(text.contains("tiersim reproduce rainbow --quick"), "a paper system is suggested next:\n{text}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<title>tiersim demo: all-fast, first-touch, all-slow, rainbow, memos, tpp on hotspot"), "{}", &html[..html.len().min(300)]);
+    assert!(text.contains(&format!("Report page: {}", page.display())), "{text}");
+}
+
+#[test]
+fn demo_checks_its_page_before_running() {
+    bad(&["demo", "--html", "/nonexistent-dir/demo.html"], "--html /nonexistent-dir/demo.html");
 }
 
 #[test]

@@ -51,8 +51,9 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Compare the baselines on a built-in workload (no arguments; under 30 s).
-    Demo,
+    /// Baselines, two paper systems and a Linux policy on a built-in workload, with a
+    /// report page (no arguments; about half a minute).
+    Demo(DemoArgs),
     /// Run one policy on one configuration.
     Run(RunArgs),
     /// Run several policies on the same configuration; one table normalised to a baseline.
@@ -369,9 +370,9 @@ impl PolicyVisitor for Noop {
 pub fn main(cli: Cli) -> Result<()> {
     let started = Instant::now();
     match cli.command {
-        Command::Demo => {
+        Command::Demo(args) => {
             interrupt::install(true);
-            demo(started)
+            demo(&args, started)
         }
         Command::Run(args) => {
             if let Some(f) = args.warmup {
@@ -444,33 +445,132 @@ pub fn main(cli: Cli) -> Result<()> {
     }
 }
 
-/// The demo: the five baselines on a hotspot workload whose hot set fits the fast tier.
-fn demo(started: Instant) -> Result<()> {
-    let args = ConfigArgs {
+/// The demo's policies: baselines that never move a page, two of the papers' systems
+/// (Rainbow in hardware, memos in the OS) and Linux's TPP, paired two at a time by
+/// [`run_many`] in this order (the slowest, rainbow, beside a quick baseline).
+const DEMO_POLICIES: [&str; 6] = ["all-fast", "first-touch", "all-slow", "rainbow", "memos", "tpp"];
+
+/// The demo's periods scaled to its run of under a simulated second: key, value, and
+/// the value at the paper's (or the kernel's) scale. Rainbow's 10^8-cycle interval
+/// (31 ms) needs no scaling.
+const DEMO_SCALED: [(&str, &str, &str); 5] = [
+    ("policy.memos.interval_s", "0.2", "20 s rounds (memos §5)"),
+    ("policy.memos.passes_per_run", "40", "a pass of 100 samplings every 2.5 s"),
+    ("policy.memos.samplings_per_pass", "10", "100"),
+    ("policy.tpp.scan_delay_ms", "200", "1000 ms, kernel.numa_balancing_scan_delay_ms"),
+    ("policy.tpp.scan_size_mb", "256", "256 MB per window, the kernel's"),
+];
+
+/// Arguments of `tiersim demo`.
+#[derive(Args, Debug, Default)]
+pub struct DemoArgs {
+    /// The report page to write: the comparison's bars and each run's series.
+    #[arg(long, value_name = "FILE", default_value = "demo.html")]
+    pub html: PathBuf,
+}
+
+/// The demo: baselines, two paper systems and a Linux policy on one machine and a
+/// hotspot workload whose hot set moves halfway, so that where pages start is wrong
+/// for the second half; a table, a few computed sentences and a report page.
+fn demo(args: &DemoArgs, started: Instant) -> Result<()> {
+    let mut sets = vec!["workload.hotspot.phases=2".to_string()];
+    sets.extend(DEMO_SCALED.iter().map(|(k, v, _)| format!("{k}={v}")));
+    let cfg_args = ConfigArgs {
         workload: Some("hotspot".into()),
-        footprint: Some("2GiB".into()),
-        refs: Some("4000000".into()),
+        footprint: Some("256MiB".into()),
+        refs: Some("20000000".into()),
+        sets,
         ..Default::default()
     };
-    let cfg = args.load()?;
-    let policies: Vec<String> = ["all-fast", "first-touch", "flat-static", "round-robin", "all-slow"].map(String::from).to_vec();
+    let cfg = cfg_args.load()?;
+    let page = OutputFile::create("--html", &args.html, &[], &[])?;
+    let policies: Vec<String> = DEMO_POLICIES.map(String::from).to_vec();
+    let (fast, slow) = (&cfg.machine.tiers.fast, &cfg.machine.tiers.slow);
     println!(
-        "tiersim demo: {} over {} ({} refs, {}% of references to a hot {}% of it), fast tier {} of the footprint\n",
+        "tiersim demo: {} over {} ({} references), {:.0} % of them to a hot {:.0} % of it that moves to a new place halfway; \
+         fast tier {} (capacity {}), slow tier {} (capacity {}).",
         cfg.workload.name,
         cfg.workload.footprint,
         cfg.workload.refs,
         cfg.workload.hotspot.hot_refs * 100.0,
         cfg.workload.hotspot.hot_size * 100.0,
-        cfg.machine.tiers.fast.capacity
+        fast.name,
+        fast.capacity,
+        slow.name,
+        slow.capacity,
     );
+    println!(
+        "Policies: baselines that never move a page (all-fast, first-touch, all-slow); Rainbow (rainbow, hardware, its \
+         paper's 10^8-cycle interval); memos and Linux's TPP (tpp) with their periods scaled to this run of under a \
+         simulated second:"
+    );
+    for (key, value, paper) in DEMO_SCALED {
+        println!("  --set {key}={value}   (paper or kernel: {paper})");
+    }
+    println!("Six runs, two at a time (about half a minute on two cores)...\n");
     let mut reports = with_progress(false, |progress| {
         run_many(&cfg, &policies, &RunOptions { progress: progress.clone(), stop: Some(&interrupt::STOP), ..Default::default() })
     })?;
     finish_reports(&mut reports, &None, started);
     print!("{}", table::compare(&reports, 0));
     interrupted(&reports)?;
-    println!("\nTry: tiersim compare --policies all-fast,first-touch,all-slow --workload zipf --footprint 1GiB");
+    println!();
+    for line in demo_findings(&reports) {
+        println!("{line}");
+    }
+    let values = reports.iter().map(serde_json::to_value).collect::<Result<Vec<_>, _>>()?;
+    let title = format!("tiersim demo: {} on {}", DEMO_POLICIES.join(", "), crate::report::html::workloads_text(&values[0]));
+    page.write_all_and_commit(crate::report::html::compare_page(&title, &values)?.as_bytes())?;
+    println!("\nReport page: {} (bars relative to all-fast, then each run's series per epoch); open it in a browser, \
+              e.g. `xdg-open {0}` (Linux) or `open {0}` (macOS).", args.html.display());
+    println!(
+        "Next, a paper's own matrix at its own scale, our figures beside the paper's with a verdict on each claim: \
+         tiersim reproduce rainbow --quick (about 2 minutes); `tiersim reproduce` lists the papers."
+    );
     Ok(())
+}
+
+/// What the demo's table shows, in sentences computed from its reports.
+fn demo_findings(reports: &[Report]) -> Vec<String> {
+    let by = |name: &str| reports.iter().find(|r| r.policy == name);
+    let (Some(fast), Some(first)) = (by("all-fast"), by("first-touch")) else { return Vec::new() };
+    let time = |r: &Report| r.summary.cycles as f64 / fast.summary.cycles.max(1) as f64;
+    let pct = |r: &Report| r.summary.fast_tier_fraction * 100.0;
+    let mut out = vec![format!(
+        "- first-touch keeps each page where it was first touched: {:.1} % of accesses reach the fast tier and it takes \
+         {:.2}× all-fast's time, because the hot set that moved halfway now lies mostly in the slow tier.",
+        pct(first),
+        time(first)
+    )];
+    for r in reports.iter().filter(|r| r.summary.page_moves > 0) {
+        let verdict = if r.summary.cycles < first.summary.cycles { "faster" } else { "slower" };
+        let mut line = format!(
+            "- {} moved {} pages ({:.1} MiB, {:.2}× the footprint): {:.1} % of accesses in the fast tier, {:.2}× all-fast's time, \
+             {verdict} than first-touch.",
+            r.policy,
+            r.summary.page_moves,
+            r.summary.moved_bytes as f64 / (1u64 << 20) as f64,
+            r.summary.migration_to_footprint,
+            pct(r),
+            time(r)
+        );
+        let remap = r.redirect.get("breakdown").and_then(|b| b.pointer("/overhead_cycles/remapping")).and_then(|v| v.as_f64());
+        if let Some(remap) = remap.filter(|c| *c > 0.0) {
+            line += &format!(
+                " {:.0} % of its cycles are remapping: a reference to a page copied to DRAM whose 4 KiB translation is not \
+                 in the TLB first reads a pointer in the slow tier (docs/policies/rainbow.md).",
+                remap / r.summary.cycles.max(1) as f64 * 100.0
+            );
+        }
+        if verdict == "slower" && remap.is_none() {
+            line += " Its moves cost more time than they saved.";
+        }
+        out.push(line);
+    }
+    for r in reports.iter().filter_map(|r| r.never_acted.as_ref()) {
+        out.push(format!("- {r}"));
+    }
+    out
 }
 
 fn policies_text() -> Result<String> {
