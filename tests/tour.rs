@@ -1,5 +1,6 @@
 //! The README's tour, run as written but shrunk: every command in the code blocks of
-//! its "Tour" section, and every `tiersim run` or `tiersim compare` example in its
+//! its "Tour" section and of the reference pages its commands moved to
+//! ([`TOUR_PAGES`]), and every `tiersim run` or `tiersim compare` example in their
 //! text, must run and show what it is there to show. Footprints above 64 MiB become
 //! 64 MiB (absolute tier capacities set on the line shrink by the same factor),
 //! reference counts become at most 300 000, and a command may get a few settings
@@ -236,12 +237,33 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
     ]
 }
 
+/// The pages whose commands the tour covers: the README's "Tour" section, and the
+/// reference pages its commands moved to (every command of theirs, code blocks and
+/// inline `tiersim run` / `tiersim compare` examples).
+const TOUR_PAGES: [(&str, Option<&str>); 4] =
+    [("README.md", Some("\n## Tour\n")), ("docs/usage.md", None), ("docs/policies/README.md", None), ("docs/reproduce.md", None)];
+
 /// The tour's commands, in order: continuation lines joined.
 fn tour_commands() -> Vec<String> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme.find("\n## Tour\n").expect("a Tour section");
-    let section = &readme[start + 1..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let mut commands = Vec::new();
+    for (page, section) in TOUR_PAGES {
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(page)).unwrap();
+        let text = match section {
+            Some(heading) => {
+                let start = text.find(heading).unwrap_or_else(|| panic!("{page}: no section {heading:?}"));
+                let section = &text[start + 1..];
+                section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)].to_string()
+            }
+            None => text,
+        };
+        commands.extend(commands_in(&text));
+    }
+    commands
+}
+
+/// The commands of one page or section: indented `tiersim` lines (continued by a
+/// trailing backslash) and inline `tiersim run` / `tiersim compare` spans.
+fn commands_in(section: &str) -> Vec<String> {
     let mut commands = Vec::new();
     let mut pending: Option<String> = None;
     for line in section.lines() {

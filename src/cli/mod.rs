@@ -117,12 +117,15 @@ pub struct ConfigArgs {
     /// vm:kv:25%,vm:graph-bfs:25%,vm:pagerank:25%,vm:stream:25% (HMM-V's four VMs).
     #[arg(long, value_delimiter = ',')]
     pub tenants: Vec<String>,
-    /// Workload footprint, e.g. 2GiB (shorthand for --set workload.footprint=SIZE).
-    /// Sizes are binary everywhere: 1KB = 1KiB = 1024 bytes, 1GB = 1GiB = 2^30 bytes.
+    /// Workload footprint, e.g. 2GiB (shorthand for --set workload.footprint=SIZE), per
+    /// core with --mix and --tenants; the graph workloads take the largest graph that
+    /// fits it. Sizes are binary everywhere: 1KB = 1KiB = 1024 bytes, 1GB = 1GiB = 2^30
+    /// bytes.
     #[arg(long, allow_hyphen_values = true)]
     pub footprint: Option<String>,
-    /// References to simulate (shorthand for --set workload.refs=N); with --trace,
-    /// replay only the first N references of each trace.
+    /// References to simulate (shorthand for --set workload.refs=N), per core with
+    /// --mix and --tenants; with --trace, replay only the first N references of each
+    /// trace.
     #[arg(long, allow_hyphen_values = true)]
     pub refs: Option<String>,
     /// Random seed (shorthand for --set workload.seed=N).
