@@ -172,7 +172,8 @@ variant!(HugePageOtf, HugePageConfig, Kind::HugePage, "Parameters of `hugepage-o
     threshold: 16384,
     adaptive: false,
     subpage: Size(0),
-    // Were it adaptive: the 4 KiB values scaled by a 512 KiB page's 128 base pages.
+    // Were it adaptive: the 4 KiB values scaled by a 512 KiB page's 128 base pages (the
+    // migration counts scale themselves: `adapted`).
     mbq_raise: 12800,
     mbq_lower: 8960,
     threshold_min: 4096,
