@@ -93,14 +93,21 @@ params! {
         /// Adaptive threshold: cycles between adjustments (the authors' MigC: every
         /// 4 million cycles).
         pub adapt_cycles: u64 = 4_000_000,
-        /// Adaptive threshold: it doubles when more units than this migrated in the
-        /// last interval and the MBQ (accesses to migrated units per migration, over
-        /// the run) is under `mbq_raise` (the authors' MigC: 240 and 100 for 4 KiB pages).
+        /// Adaptive threshold: it doubles when MigC moved more than this in the last
+        /// interval and the MBQ (accesses to migrated units per migration, over the
+        /// run) is under `mbq_raise` (the authors' MigC: 240 pages and 100 for 4 KiB
+        /// pages). Counted in 4 KiB pages: a unit of n 4 KiB pages counts n, so for
+        /// 64 KiB subpages the rule raises above 15 units (240 / 16), for 512 KiB pages
+        /// above 1.875. The count is a rate of MigC's throughput, and a unit takes n
+        /// times a 4 KiB page's time to move; scaling it by the unit is our choice (the
+        /// paper and the authors' model, whose units are 4 KiB pages, are silent). What
+        /// counts as moved, backlog included: `MigcWork`.
         pub raise_above_migrations: u64 = 240,
         pub mbq_raise: u64 = 1600,
-        /// ... and halves when fewer than this migrated and the MBQ is under `mbq_lower`
-        /// (160 and 70 for 4 KiB pages). MBQ limits and threshold bounds are the 4 KiB
-        /// values scaled by the unit's 16 base pages.
+        /// ... and halves when MigC moved fewer than this (in 4 KiB pages as above:
+        /// the authors' 160, i.e. 10 units of 64 KiB) and the MBQ is under `mbq_lower`
+        /// (70 for 4 KiB pages). MBQ limits and threshold bounds are the 4 KiB values
+        /// scaled by the unit's 16 base pages, given as they are.
         pub lower_below_migrations: u64 = 160,
         pub mbq_lower: u64 = 1120,
         /// Adaptive threshold: lowest and highest value (32 and 256 for 4 KiB pages).
@@ -165,7 +172,8 @@ variant!(HugePageOtf, HugePageConfig, Kind::HugePage, "Parameters of `hugepage-o
     threshold: 16384,
     adaptive: false,
     subpage: Size(0),
-    // Were it adaptive: the 4 KiB values scaled by a 512 KiB page's 128 base pages.
+    // Were it adaptive: the 4 KiB values scaled by a 512 KiB page's 128 base pages (the
+    // migration counts scale themselves: `adapted`).
     mbq_raise: 12800,
     mbq_lower: 8960,
     threshold_min: 4096,
@@ -214,11 +222,13 @@ pub struct Otf<V: Variant> {
     reconciled_in: Vec<bool>,
     /// Units that reached the threshold, to migrate after the reference.
     hot: Vec<u64>,
-    // Adaptive threshold: the interval's start and migrations, and the accesses to
-    // migrated units over the run.
+    // Adaptive threshold: the interval's start, the units handed to MigC, and the
+    // accesses to migrated units over the run.
     window_start: u64,
     benefit: u64,
-    moved_in_interval: u64,
+    migc_work: MigcWork,
+    /// Intervals in which the rule lowered, kept and raised the threshold.
+    adapt_decisions: [u64; 3],
     // Counters for the report.
     migrations: u64,
     refused: u64,
@@ -297,9 +307,9 @@ impl<V: Variant> Otf<V> {
             result = mech.otf_migrate(pfn, dest);
         }
         match result {
-            Ok(_) => {
+            Ok(m) => {
                 self.migrations += 1;
-                self.moved_in_interval += 1;
+                self.migc_work.handed(m.done, 1);
                 self.counts[unit] = 0;
                 self.moved[unit] = true;
                 self.mbq[unit] = 0;
@@ -346,6 +356,12 @@ impl<V: Variant> Otf<V> {
             let e = mech.remap().entry_of(old).map(|s| *mech.remap().entry(s));
             match mech.reconcile(old) {
                 Ok(()) => {
+                    // MigC moved the page's remaining subpages first: its clock is when
+                    // they were done.
+                    let missing = subpages - moved;
+                    if missing > 0 {
+                        self.migc_work.handed(mech.remap().clock, missing as u64);
+                    }
                     if let Some(e) = e {
                         // The hot page now lives at `new`; a swapped cold page left it.
                         if let Some(h) = self.fast_huge(e.new << 12) {
@@ -373,8 +389,10 @@ impl<V: Variant> Otf<V> {
             .filter_map(|(_, e)| self.slow_unit(e.old << 12).map(|u| (self.mbq[u], e.old)))
             .collect();
         for (q, old) in lowest_mbq(moved, n) {
+            let units = mech.remap().entry_of(old).map_or(0, |s| mech.remap().entry(s).migrated.count_ones() as u64);
             match mech.reverse_migrate(old) {
-                Ok(_) => {
+                Ok(done) => {
+                    self.migc_work.handed(done, units);
                     let u = self.slow_unit(old << 12).expect("a slow unit");
                     self.moved[u] = false;
                     self.counts[u] = 0;
@@ -385,10 +403,61 @@ impl<V: Variant> Otf<V> {
         }
     }
 
-    /// The adaptive rule, run every `adapt_cycles`.
-    fn adapt(&mut self) {
-        self.threshold = adapted(&self.cfg, self.threshold, self.moved_in_interval, self.benefit, self.migrations);
-        self.moved_in_interval = 0;
+    /// The adaptive rule, run every `adapt_cycles`, at cycle `now`.
+    fn adapt(&mut self, now: u64) {
+        let units = self.migc_work.take(now);
+        let t = adapted(&self.cfg, self.threshold, 1 << self.unit_shift, units, self.benefit, self.migrations);
+        let i = match t.cmp(&self.threshold) {
+            std::cmp::Ordering::Less => 0,
+            std::cmp::Ordering::Equal => 1,
+            std::cmp::Ordering::Greater => 2,
+        };
+        self.adapt_decisions[i] += 1;
+        self.threshold = t;
+    }
+}
+
+/// The units handed to MigC (moved on the fly, completed at reconciliation, moved
+/// back), each with the cycle its move is done, for the adaptive rule's count of
+/// migrations. MigC runs one move at a time in the order it gets them, so the cycles
+/// only grow and the queue is a FIFO.
+///
+/// The rule counts the units MigC moved in the interval *plus those still waiting for
+/// it* at the interval's end (its backlog). That is our rule, not the authors': their
+/// model picks a hot page and checks the rule only while MigC is idle, so it never has
+/// a backlog and "migrations in the interval" is the demand on MigC. Ours hands MigC
+/// every unit the moment it is hot, and a reconciliation hands it the rest of the
+/// page; counted as moved, a saturated MigC would move few units per interval and
+/// read as "few migrations", and the rule would lower the threshold, adding work to a
+/// queue that is already behind (docs/policies/spar.md, "Why the adaptive rule…").
+/// Counting the backlog makes a busy MigC read as busy for as long as it is behind;
+/// with an idle MigC the count is the units moved in the interval, as the authors'.
+/// Units completed at reconciliation and moved back count: they take MigC's time as
+/// on-the-fly moves do, and each comes of subpages the threshold let in.
+#[derive(Debug, Default)]
+struct MigcWork {
+    /// (cycle the move is done, units), oldest first.
+    queue: std::collections::VecDeque<(u64, u64)>,
+}
+
+impl MigcWork {
+    /// MigC was handed `units` units, whose move is done at cycle `done`.
+    fn handed(&mut self, done: u64, units: u64) {
+        self.queue.push_back((done, units));
+    }
+
+    /// The units moved since the last call (done by `now`), which leave the queue,
+    /// plus those still waiting at `now`.
+    fn take(&mut self, now: u64) -> u64 {
+        let mut moved = 0;
+        while let Some(&(done, units)) = self.queue.front() {
+            if done > now {
+                break;
+            }
+            moved += units;
+            self.queue.pop_front();
+        }
+        moved + self.queue.iter().map(|q| q.1).sum::<u64>()
     }
 }
 
@@ -397,15 +466,19 @@ impl<V: Variant> Otf<V> {
 /// migrations than `raise_above_migrations` in an interval while each earned under
 /// `mbq_raise` accesses → double the threshold (up to its maximum); fewer than
 /// `lower_below_migrations` while each earned under `mbq_lower` → halve it (down to
-/// its minimum); else keep it. `benefit` and `migrations` are over the whole run.
-fn adapted(cfg: &OtfConfig, threshold: u32, in_interval: u64, benefit: u64, migrations: u64) -> u32 {
+/// its minimum); else keep it. The counts are in 4 KiB pages: `units` migrations of
+/// `unit_pages` 4 KiB pages each count `units × unit_pages` (our scaling, see
+/// `raise_above_migrations`), compared exactly, without rounding the limits.
+/// `benefit` and `migrations` are over the whole run.
+fn adapted(cfg: &OtfConfig, threshold: u32, unit_pages: u64, units: u64, benefit: u64, migrations: u64) -> u32 {
     if migrations == 0 {
         return threshold;
     }
     let mbq = benefit / migrations;
-    if in_interval > cfg.raise_above_migrations && mbq < cfg.mbq_raise && threshold < cfg.threshold_max {
+    let pages = units.saturating_mul(unit_pages);
+    if pages > cfg.raise_above_migrations && mbq < cfg.mbq_raise && threshold < cfg.threshold_max {
         (threshold * 2).min(cfg.threshold_max)
-    } else if in_interval < cfg.lower_below_migrations && mbq < cfg.mbq_lower && threshold > cfg.threshold_min {
+    } else if pages < cfg.lower_below_migrations && mbq < cfg.mbq_lower && threshold > cfg.threshold_min {
         (threshold / 2).max(cfg.threshold_min)
     } else {
         threshold
@@ -515,7 +588,8 @@ where
             hot: Vec::new(),
             window_start: 0,
             benefit: 0,
-            moved_in_interval: 0,
+            migc_work: MigcWork::default(),
+            adapt_decisions: [0; 3],
             migrations: 0,
             refused: 0,
             refusals: Default::default(),
@@ -548,7 +622,7 @@ where
             let now = mech.now();
             if now >= self.window_start + self.cfg.adapt_cycles {
                 self.window_start = now;
-                self.adapt();
+                self.adapt(now);
             }
         }
     }
@@ -574,6 +648,20 @@ where
         q.sort_unstable();
         let pct = |p: f64| q.get(((q.len() as f64 - 1.0) * p).round() as usize).copied();
         out.insert("reverse_mbq".into(), json!({ "count": q.len(), "min": q.first(), "p25": pct(0.25), "median": pct(0.5), "p75": pct(0.75), "max": q.last() }));
+        if self.cfg.adaptive {
+            let unit_pages = (1u64 << self.unit_shift) as f64;
+            let [lowered, kept, raised] = self.adapt_decisions;
+            out.insert(
+                "adaptive".into(),
+                json!({
+                    "raise_above_units": self.cfg.raise_above_migrations as f64 / unit_pages,
+                    "lower_below_units": self.cfg.lower_below_migrations as f64 / unit_pages,
+                    "intervals_lowered": lowered,
+                    "intervals_kept": kept,
+                    "intervals_raised": raised,
+                }),
+            );
+        }
         out.insert("series".into(), json!(self.series));
     }
 }
@@ -701,20 +789,89 @@ mod tests {
         assert_eq!((c, hot), (1502, vec![7]));
     }
 
+    /// The authors' own setting: 4 KiB pages, their MBQ limits and bounds.
+    fn authors_4k() -> OtfConfig {
+        OtfConfig { subpage: Size(4 << 10), threshold: 128, mbq_raise: 100, mbq_lower: 70, threshold_min: 32, threshold_max: 256, ..OtfConfig::default() }
+    }
+
     #[test]
     fn the_threshold_adapts_as_the_authors_rule_says() {
-        let c = SpArConfig::default().0;
-        // 300 migrations in the interval (> 240), MBQ 1000 (< 1600): doubles.
-        assert_eq!(adapted(&c, 2048, 300, 1000 * 50, 50), 4096);
+        // 4 KiB units (1 page each): the authors' counts as they are, 240 and 160.
+        let c = authors_4k();
+        // 300 migrations in the interval (> 240), MBQ 50 (< 100): doubles.
+        assert_eq!(adapted(&c, 128, 1, 300, 50 * 40, 40), 256);
+        // 241 doubles, 240 does not (strictly more).
+        assert_eq!(adapted(&c, 64, 1, 241, 50 * 40, 40), 128);
+        assert_eq!(adapted(&c, 64, 1, 240, 50 * 40, 40), 64);
         // At its maximum it stays.
-        assert_eq!(adapted(&c, 4096, 300, 1000 * 50, 50), 4096);
-        // 300 migrations but MBQ 2000 ≥ 1600: they pay, keep.
-        assert_eq!(adapted(&c, 2048, 300, 2000 * 50, 50), 2048);
-        // 100 migrations (< 160), MBQ 1000 (< 1120): halves, not below 512.
-        assert_eq!(adapted(&c, 2048, 100, 1000 * 50, 50), 1024);
-        assert_eq!(adapted(&c, 512, 100, 1000 * 50, 50), 512);
-        // 200 migrations: between the two limits, keep; no migration yet: keep.
-        assert_eq!(adapted(&c, 2048, 200, 0, 50), 2048);
-        assert_eq!(adapted(&c, 2048, 0, 0, 0), 2048);
+        assert_eq!(adapted(&c, 256, 1, 300, 50 * 40, 40), 256);
+        // 300 migrations but MBQ 100 (not < 100): they pay, keep.
+        assert_eq!(adapted(&c, 128, 1, 300, 100 * 40, 40), 128);
+        // 159 migrations (< 160), MBQ 60 (< 70): halves, not below 32; 160 keeps.
+        assert_eq!(adapted(&c, 128, 1, 159, 60 * 40, 40), 64);
+        assert_eq!(adapted(&c, 32, 1, 159, 60 * 40, 40), 32);
+        assert_eq!(adapted(&c, 128, 1, 160, 60 * 40, 40), 128);
+        // 100 migrations, MBQ 80 (not < 70): keep; no migration yet: keep.
+        assert_eq!(adapted(&c, 128, 1, 100, 80 * 40, 40), 128);
+        assert_eq!(adapted(&c, 128, 1, 0, 0, 0), 128);
+    }
+
+    #[test]
+    fn the_migration_counts_scale_with_the_unit() {
+        // spar's 64 KiB subpages are 16 pages of 4 KiB: 240 / 16 = 15 and 160 / 16 = 10
+        // units per interval. MBQ 1000 is under both 1600 and 1120.
+        let c = SpArConfig::default().0;
+        assert_eq!((c.raise_above_migrations, c.lower_below_migrations, c.subpage.bytes() >> 12), (240, 160, 16));
+        // 16 units = 256 pages > 240: doubles; 15 = 240: keeps.
+        assert_eq!(adapted(&c, 2048, 16, 16, 1000 * 50, 50), 4096);
+        assert_eq!(adapted(&c, 2048, 16, 15, 1000 * 50, 50), 2048);
+        // 10 units = 160 pages (not < 160): keeps; 9 = 144: halves.
+        assert_eq!(adapted(&c, 2048, 16, 10, 1000 * 50, 50), 2048);
+        assert_eq!(adapted(&c, 2048, 16, 9, 1000 * 50, 50), 1024);
+        // Before the scaling, 100 units (< 160 as counted then) halved the threshold;
+        // now they are 1 600 pages > 240: doubled.
+        assert_eq!(adapted(&c, 2048, 16, 100, 1000 * 50, 50), 4096);
+        // A 512 KiB page is 128 pages (hugepage-otf, were it adaptive: its MBQ limits
+        // are 12 800 and 8 960): 2 pages = 256 > 240 doubles, 1 = 128 < 160 halves.
+        let h = HugePageConfig::default().0;
+        assert_eq!(adapted(&h, 16384, 128, 2, 5000 * 50, 50), 32768);
+        assert_eq!(adapted(&h, 16384, 128, 1, 5000 * 50, 50), 8192);
+    }
+
+    #[test]
+    fn an_idle_migc_counts_the_units_moved_in_the_interval() {
+        // Three moves handed and done within the interval [0, 4 M): 3, as the authors
+        // count; the next interval has none: 0.
+        let mut w = MigcWork::default();
+        for done in [100_000, 1_500_000, 3_900_000] {
+            w.handed(done, 1);
+        }
+        assert_eq!(w.take(4_000_000), 3);
+        assert_eq!(w.take(8_000_000), 0);
+    }
+
+    #[test]
+    fn a_saturated_migc_does_not_read_as_few_migrations() {
+        // Interval [0, 4 M), all handed in it: MigC moved 1 + 1 units on the fly (done
+        // at 1.0 M and 2.5 M) and completed 13 subpages of a page at reconciliation
+        // (done at 3.9 M); still waiting at 4 M: 1 on the fly (done at 4.3 M), 14 to
+        // complete a page (5.0 M) and 1 on the fly (5.04 M). Moved 15, waiting 16: the
+        // rule counts 31.
+        let mut w = MigcWork::default();
+        for (done, units) in [(1_000_000, 1), (2_500_000, 1), (3_900_000, 13), (4_300_000, 1), (5_000_000, 14), (5_040_000, 1)] {
+            w.handed(done, units);
+        }
+        assert_eq!(w.take(4_000_000), 31);
+        // 31 subpages of 64 KiB = 496 pages > 240: with MBQ 1000 (< 1600) the threshold
+        // doubles from the floor; with MBQ 2000 it stays. Either way it is not lowered,
+        // as it was when the rule counted only the 4 units handed on the fly (4 < 160
+        // before the scaling, and 4 × 16 = 64 < 160 with the scaling alone).
+        let c = SpArConfig::default().0;
+        assert_eq!(adapted(&c, 512, 16, 31, 1000 * 50, 50), 1024);
+        assert_eq!(adapted(&c, 1024, 16, 31, 2000 * 50, 50), 1024);
+        assert_eq!(adapted(&c, 1024, 16, 4, 1000 * 50, 50), 512);
+        // The next interval [4 M, 8 M): the 16 waiting units were moved in it.
+        assert_eq!(w.take(8_000_000), 16);
+        assert_eq!(w.take(12_000_000), 0);
     }
 }
