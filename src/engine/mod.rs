@@ -329,7 +329,51 @@ fn foresight<R: Redirect, P: Policy<R>>(policy: &mut P, cfg: &Config, slots: &[W
     policy.foreseen()
 }
 
+/// A run set up and ready to simulate ([`prepare`]).
+struct Prepared<R: Redirect, P: Policy<R>> {
+    setup_started: Instant,
+    slots: Vec<WorkloadSlot>,
+    /// What the traces say of themselves (an older format), and of traces shared by
+    /// cores or shorter than asked.
+    trace_notes: Vec<String>,
+    feeds: Vec<CoreFeed>,
+    /// References the workloads will make, where they say (for the progress bar).
+    total_refs: u64,
+    machine: Machine<R>,
+    rt: Runtime,
+    policy: P,
+    /// Epochs mode's driver (`engine.mode = "epochs"`).
+    driver: Option<epochs::Driver>,
+    /// Wall seconds of the first pass, for a policy that requires foresight.
+    foresight_seconds: Option<f64>,
+}
+
+/// What [`simulate`] leaves for the report.
+struct Simulated {
+    epochs: Vec<EpochRecord>,
+    /// When the simulation started, and its wall time.
+    started: Instant,
+    wall: std::time::Duration,
+    /// Stopped by Ctrl-C before the workloads ended.
+    stopped: bool,
+    /// Whether the run was sampled, and its references in detailed and fast-forward
+    /// windows.
+    sampled: bool,
+    refs_by_window: [u64; 2],
+}
+
+/// Runs policy `P` on `cfg` in three phases: [`prepare`] the machine, the policy and
+/// the feeds, [`simulate`], [`finish`] the report.
 fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Report> {
+    let run = prepare::<R, P>(cfg, name, opts)?;
+    let (run, simulated) = simulate(run, cfg, name, opts)?;
+    finish(run, simulated, cfg, name, opts)
+}
+
+/// The first phase of [`run_with`]: the workloads' slots and traces measured, the
+/// policy's requirements checked, the machine built, the policy made (and given the
+/// stream first if it requires foresight), the feeds opened.
+fn prepare<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Prepared<R, P>> {
     let setup_started = Instant::now();
     opts.progress.setup();
     let slots = cfg.slots()?;
@@ -344,7 +388,6 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         .max()
         .unwrap_or(0);
     let kinds = tenant_kinds(&slots, record_tenants);
-    let levels = cfg.machine.page_table.levels;
     let tenants = kinds.len() as u16;
     let pcfg = cfg.policy_config::<R, P>(name)?;
     let req = P::requirements(&pcfg);
@@ -370,7 +413,7 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         paper_periods: epochs,
     };
     check_room::<R, P>(cfg, name, &pcfg, &build)?;
-    let (mut feeds, total_refs) = open_feeds(cfg, &slots, &traces, tenants)?;
+    let (feeds, total_refs) = open_feeds(cfg, &slots, &traces, tenants)?;
     build.total_refs = total_refs;
     let info = MachineInfo::plan::<R>(&cfg.machine, &build).map_err(|e| in_policy(name, e))?;
     build.fast_reserve = req.fast_reserve.frames(info.tier(TierId::FAST).frames);
@@ -394,11 +437,25 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
         }
     }
     policy.on_start(&mut Mechanisms::on_core(&mut machine, &mut rt, 0));
-    let check = cfg.engine.check_invariants || opts.verify;
     let mut driver = if epochs { Some(epochs::Driver::new(cfg, &slots, &mut machine)?) } else { None };
     if let Some(d) = &mut driver {
         d.start(&mut machine)?;
     }
+    let mut trace_notes: Vec<String> = traces.iter().flatten().filter_map(|t| t.facts.note.clone()).collect();
+    trace_notes.extend(shared_traces);
+    trace_notes.extend(short_traces);
+    Ok(Prepared { setup_started, slots, trace_notes, feeds, total_refs, machine, rt, policy, driver, foresight_seconds })
+}
+
+/// The second phase of [`run_with`]: every executor in turn, the one furthest
+/// behind first, until every workload ends, the run's simulated seconds are over or
+/// Ctrl-C stops it; the policy's epochs at their boundaries. The run's parts are
+/// taken as locals for the loop (so that the compiler keeps them as it did when this
+/// was one function) and handed back with what the simulation left.
+fn simulate<R: Redirect, P: Policy<R>>(run: Prepared<R, P>, cfg: &Config, name: &str, opts: &RunOptions) -> Result<(Prepared<R, P>, Simulated)> {
+    let Prepared { setup_started, slots, trace_notes, mut feeds, total_refs, mut machine, mut rt, mut policy, mut driver, foresight_seconds } = run;
+    let levels = cfg.machine.page_table.levels;
+    let check = cfg.engine.check_invariants || opts.verify;
     // A run given in simulated seconds ends there.
     let end_cycle = if cfg.engine.seconds > 0.0 { machine.info().cycles(cfg.engine.seconds) } else { u64::MAX };
     let epoch = cfg.engine.epoch_cycles;
@@ -555,6 +612,16 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     if end > last.end_cycle {
         epochs.push(EpochRecord::take(&machine, end, &mut last));
     }
+    let run = Prepared { setup_started, slots, trace_notes, feeds, total_refs, machine, rt, policy, driver, foresight_seconds };
+    Ok((run, Simulated { epochs, wall, started, stopped, sampled, refs_by_window }))
+}
+
+/// The last phase of [`run_with`]: the report, with the policy's own figures, the
+/// notes, and what sampled or epochs mode did.
+fn finish<R: Redirect, P: Policy<R>>(run: Prepared<R, P>, simulated: Simulated, cfg: &Config, name: &str, opts: &RunOptions) -> Result<Report> {
+    let Prepared { setup_started, slots, trace_notes, feeds, machine, rt, policy, driver, foresight_seconds, .. } = run;
+    let Simulated { epochs, wall, started, stopped, sampled, refs_by_window } = simulated;
+    let windows = &cfg.engine.sampled;
     let mut policy_report = PolicyReport::new();
     policy.report(&mut policy_report);
     let mut report = Report::build(cfg, name, &slots, &machine, rt.threads.report(), epochs, policy_report, wall, opts.verify);
@@ -562,9 +629,7 @@ fn run_with<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOptio
     report.complete = !stopped;
     report.sim.setup_seconds = (started - setup_started).as_secs_f64();
     report.sim.foresight_seconds = foresight_seconds;
-    report.notes.extend(traces.iter().flatten().filter_map(|t| t.facts.note.clone()));
-    report.notes.extend(shared_traces);
-    report.notes.extend(short_traces);
+    report.notes.extend(trace_notes);
     report.never_acted = never_acted(name, cfg, &report);
     report.notes.extend(report.never_acted.clone());
     if cfg.engine.mode == Mode::Sampled {
