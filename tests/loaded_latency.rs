@@ -110,15 +110,17 @@ fn bandwidth_saturates_at_the_configured_peak() {
 }
 
 #[test]
-fn runs_on_every_core_and_needs_a_simulated_time() {
+fn runs_on_every_core_and_notes_a_missing_simulated_time() {
     let r = run_loaded("all-fast", 4, &["workload.loaded_latency.delay_instrs=100"]);
     assert_eq!(r.workloads.len(), 4);
     assert!(r.cores.iter().all(|c| c.stats.references > 0));
     // One footprint for all four cores: the run's is the workload's.
     assert_eq!(r.footprint_bytes, 128 << 20);
-    let sets = ["workload.name=\"loaded-latency\"".to_string()];
-    let e = Config::load(&Sources { sets: sets.to_vec(), ..Default::default() }).unwrap_err().to_string();
-    assert!(e.starts_with("engine.seconds: workload loaded-latency needs a simulated time"), "{e}");
+    assert!(r.notes.iter().all(|n| !n.contains("without a simulated time")));
+    let sets = ["workload.name=\"loaded-latency\"".to_string(), "workload.footprint=\"1MiB\"".into(), "workload.refs=1000".into(), "machine.cores=2".into()];
+    let cfg = Config::load(&Sources { sets: sets.to_vec(), ..Default::default() }).unwrap();
+    let r = run(&cfg, &RunOptions::default()).unwrap();
+    assert!(r.notes.iter().any(|n| n.starts_with("loaded-latency without a simulated time (--seconds)")), "{:?}", r.notes);
     let sets = ["workload.name=\"loaded-latency\"".to_string(), "engine.seconds=0.001".into(), "engine.mode=\"epochs\"".into()];
     let cfg = Config::load(&Sources { sets: sets.to_vec(), ..Default::default() }).unwrap();
     let e = run(&cfg, &RunOptions::default()).unwrap_err().to_string();

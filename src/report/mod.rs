@@ -623,6 +623,9 @@ impl Report {
         as_run.machine = m.cfg().clone();
         let mut config = serde_json::to_value(&as_run).unwrap_or(serde_json::Value::Null);
         let mut notes = capacity_notes(cfg, m, &tiers, &mut config);
+        if loaded_latency.is_some() && cfg.engine.seconds == 0.0 && cores.len() > 1 {
+            notes.push("loaded-latency without a simulated time (--seconds): each core made its own number of references and the cores ended at different times, so part of the run was not loaded as configured".to_string());
+        }
         // Pages a policy migrated or copied into the fast tier later do not count.
         let fast_born = m.space().first_touch_frames_in(TierId::FAST);
         if m.space().placement() == Placement::SlowOnly && fast_born > 0 {

@@ -37,10 +37,10 @@
 //!
 //! The figures the run gives (the report's `loaded_latency`, filled by
 //! [`crate::report`]) are the probe core's average load latency and every tier's
-//! demand bandwidth over the run. Every core must run for the same simulated time, so
-//! a run of this workload needs `engine.seconds` (`--seconds`), which the
-//! configuration checks; with a count of references alone the cores would end at
-//! different times and the survivors would run unloaded. Epochs mode, which prices
+//! demand bandwidth over the run. Every core should run for the same simulated time,
+//! so a run of this workload is given `engine.seconds` (`--seconds`); with a count of
+//! references alone the cores end at different times, the survivors run unloaded,
+//! and the report says so in a note. Epochs mode, which prices
 //! time from rates rather than simulating each reference's queueing, refuses it.
 
 use super::chase::Chase;
