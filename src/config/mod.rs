@@ -259,8 +259,9 @@ pub struct WorkloadSlot {
     /// The synthetic workload (unused when `trace` is set).
     pub workload: WorkloadConfig,
     /// Bytes the workload's data span ([`crate::workload::footprint_bytes`]), or 0 for
-    /// a trace (measured from the trace when the run starts): its share of the run's
-    /// footprint.
+    /// a trace (measured from the trace when the run starts) and for the cores after
+    /// the first of a `loaded-latency` run (all of whose cores share one footprint):
+    /// its share of the run's footprint.
     pub footprint_bytes: u64,
     /// The trace this core replays instead of a synthetic workload.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -577,19 +578,24 @@ impl Config {
         }
     }
 
-    /// The workloads of the run, one per core.
+    /// The workloads of the run, one per core. A `[workload]` alone runs on core 0,
+    /// except `loaded-latency`, which runs on every core of the machine in one
+    /// address space (core 0 probes, the others make traffic).
     pub fn slots(&self) -> Result<Vec<WorkloadSlot>> {
         if self.workloads.is_empty() {
             let footprint_bytes = crate::workload::footprint_bytes(&self.workload)?;
-            return Ok(vec![WorkloadSlot {
-                core: 0,
-                tenant: 0,
-                kind: self.tenant_kind,
-                fast_share: None,
-                workload: self.workload.clone(),
-                footprint_bytes,
-                trace: None,
-            }]);
+            let cores = if self.workload.name == "loaded-latency" { self.machine.cores } else { 1 };
+            return Ok((0..cores)
+                .map(|core| WorkloadSlot {
+                    core,
+                    tenant: 0,
+                    kind: self.tenant_kind,
+                    fast_share: None,
+                    workload: self.workload.clone(),
+                    footprint_bytes: if core == 0 { footprint_bytes } else { 0 },
+                    trace: None,
+                })
+                .collect());
         }
         let base = Table::try_from(&self.workload).expect("workload serialises");
         let mut slots: Vec<WorkloadSlot> = Vec::new();

@@ -1204,6 +1204,7 @@ fn sweep_body(runs: &[SweepRun], baseline: Option<&str>, level: u8) -> Result<St
         figures.push(draw_bars(&panel).with_context(|| format!("plot {title}"))?.figure(&panel.caption));
     }
     out += &panels_html(&figures);
+    out += &loaded_latency_curves(runs, level)?;
     if !failed.is_empty() {
         out += &heading(level, "Failed runs");
         out += &axes_table_head(&layout, &["error"]);
@@ -1242,6 +1243,58 @@ fn sweep_body(runs: &[SweepRun], baseline: Option<&str>, level: u8) -> Result<St
         out += "</tr>\n";
     }
     out += "</table>\n";
+    Ok(out)
+}
+
+/// The injection-delay axis of a `loaded-latency` sweep: the points of one curve.
+const DELAY_AXIS: &str = "workload.loaded_latency.delay_instrs";
+
+/// The latency-against-bandwidth curves of the `loaded-latency` runs of a sweep (their
+/// reports' `loaded_latency`), as Intel's Memory Latency Checker draws a machine: one
+/// panel per policy (the placement, hence the tier probed), one line per value of the
+/// other axes, its points the runs along `workload.loaded_latency.delay_instrs`.
+/// Nothing when no run has the figures.
+fn loaded_latency_curves(runs: &[SweepRun], level: u8) -> Result<String> {
+    let measured: Vec<(&SweepRun, &Value)> = runs.iter().filter_map(|r| Some((r, finished(r)?.get("loaded_latency")?))).collect();
+    if measured.is_empty() {
+        return Ok(String::new());
+    }
+    let policies = distinct(measured.iter().map(|(r, _)| policy_name(finished(r).expect("finished"))));
+    let mut panels = Vec::new();
+    for policy in policies {
+        let mine: Vec<&(&SweepRun, &Value)> = measured.iter().filter(|(r, _)| policy_name(finished(r).expect("finished")) == policy).collect();
+        // A line per value of the axes other than the policy and the delay.
+        let line_of = |r: &SweepRun| r.axes.iter().filter(|(a, _)| a != "policy" && a != DELAY_AXIS).map(|(a, v)| format!("{}={v}", a.rsplit('.').next().unwrap_or(a))).collect::<Vec<_>>().join(" ");
+        let names = distinct(mine.iter().map(|(r, _)| line_of(r)));
+        let lines = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let mut points: Vec<(f64, f64, f64)> = mine
+                    .iter()
+                    .filter(|(r, _)| &line_of(r) == name)
+                    .map(|(r, l)| {
+                        let delay = axis_value(r, DELAY_AXIS).parse::<f64>().unwrap_or(0.0);
+                        let gbps = l["tier_gbps"].as_array().map_or(0.0, |t| t.iter().filter_map(Value::as_f64).sum());
+                        (delay, gbps, l["probe_latency_ns"].as_f64().unwrap_or(f64::NAN))
+                    })
+                    .collect();
+                // From the longest delay (least traffic) to none.
+                points.sort_by(|a, b| b.0.total_cmp(&a.0));
+                Line { name: if name.is_empty() { policy.to_string() } else { name.clone() }, colour: colour(i), points: points.iter().map(|p| (p.1, p.2)).collect() }
+            })
+            .collect();
+        panels.push(LinePanel {
+            title: format!("Loaded latency, {policy}"),
+            x_desc: "bandwidth of all tiers (GB/s)".into(),
+            y_desc: "probe's load latency (ns)".into(),
+            y_range: None,
+            lines,
+            caption: format!("Core 0's average load latency against the bandwidth the tiers served, under {policy}; each point a run, from the longest injection delay to none."),
+        });
+    }
+    let mut out = heading(level, "Loaded latency");
+    out += &panels_html(&line_figures(&panels)?);
     Ok(out)
 }
 
@@ -1309,6 +1362,32 @@ mod tests {
 
     fn failed(axes: &[(&str, &str)]) -> SweepRun {
         SweepRun { error: Some("out of memory".into()), report: None, ..run(axes, json!({})) }
+    }
+
+    #[test]
+    fn loaded_latency_sweeps_get_latency_against_bandwidth_curves() {
+        let ll = |policy: &str, rw: &str, delay: &str, gbps: f64, ns: f64| {
+            let mut r = run(&[("policy", policy), ("workload.loaded_latency.rw", rw), (DELAY_AXIS, delay)], json!({}));
+            r.report.as_mut().expect("finished")["loaded_latency"] = json!({"probe_latency_ns": ns, "tier_gbps": [gbps, 0.1], "tier_read_gbps": [gbps, 0.1]});
+            r
+        };
+        let runs = [
+            ll("all-fast", "read", "0", 8.0, 100.0),
+            ll("all-fast", "read", "800", 5.0, 45.0),
+            ll("all-fast", "1:1", "800", 5.0, 46.0),
+            ll("all-fast", "1:1", "0", 8.5, 110.0),
+            ll("all-slow", "read", "800", 4.0, 86.0),
+            ll("all-slow", "read", "0", 25.0, 300.0),
+        ];
+        let html = loaded_latency_curves(&runs, 3).unwrap();
+        assert!(html.starts_with("<h3"), "{html}");
+        // A panel per policy; all-fast's has a line per mix.
+        assert_eq!(html.matches("<figure").count(), 2);
+        assert!(html.contains("data-title=\"Loaded latency, all-fast\""));
+        let fast = &html[..html.find("Loaded latency, all-slow").unwrap()];
+        assert!(fast.contains("rw=read") && fast.contains("rw=1:1"));
+        // Runs without the figures get no section.
+        assert!(loaded_latency_curves(&[run(&[("policy", "tpp")], json!({}))], 3).unwrap().is_empty());
     }
 
     #[test]

@@ -229,6 +229,36 @@ pub struct CoreReport {
     pub stats: CoreStats,
 }
 
+/// The figures of a `loaded-latency` run, as Intel's Memory Latency Checker gives
+/// them: the probe core's load latency beside the bandwidth the tiers served.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LoadedLatencyReport {
+    /// Average latency of core 0's (the probe's) loads in ns: its memory stall per
+    /// reference plus the first-level cache latency the stall leaves out. Dependent
+    /// loads stall for their whole data latency beyond an L1 hit, so this is the time
+    /// from issue to data of a load; address translation is not in it.
+    pub probe_latency_ns: f64,
+    /// Demand bandwidth of each tier over the run, fastest first, in GB/s (10^9
+    /// bytes/s): its 64-byte reads and writes (loads, walks, write-backs) over the
+    /// run's simulated time.
+    pub tier_gbps: Vec<f64>,
+    /// Of `tier_gbps`, the reads.
+    pub tier_read_gbps: Vec<f64>,
+}
+
+impl LoadedLatencyReport {
+    /// The figures of a run at `ghz` GHz lasting `seconds`, from the probe core's
+    /// counters `probe`, the first cache level's hit latency `l1_cycles` and the tiers.
+    fn new(probe: &CoreStats, l1_cycles: u64, ghz: f64, seconds: f64, tiers: &[TierReport]) -> LoadedLatencyReport {
+        let gbps = |lines: u64| if seconds > 0.0 { (lines * 64) as f64 / seconds / 1e9 } else { 0.0 };
+        LoadedLatencyReport {
+            probe_latency_ns: (ratio(probe.memory_stall_cycles, probe.references) + l1_cycles as f64) / ghz,
+            tier_gbps: tiers.iter().map(|t| gbps(t.reads + t.writes)).collect(),
+            tier_read_gbps: tiers.iter().map(|t| gbps(t.reads)).collect(),
+        }
+    }
+}
+
 /// Execution time against a reference run of another policy on the same input.
 #[derive(Clone, Debug, Serialize)]
 pub struct Slowdown {
@@ -411,6 +441,9 @@ pub struct Report {
     /// With `--slowdown-vs P`: execution time relative to a run of P on the same input.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slowdown: Option<Slowdown>,
+    /// The probe's latency and the tiers' bandwidth (runs of `loaded-latency` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loaded_latency: Option<LoadedLatencyReport>,
     pub epochs: Vec<EpochRecord>,
     pub sim: SimInfo,
     pub config: serde_json::Value,
@@ -579,6 +612,10 @@ impl Report {
             energy_j: tiers.iter().map(|t| t.dynamic_energy_j + t.static_energy_j).sum(),
             slow_tier_writes: tiers.get(1).map_or(0, |t| t.writes + t.mechanism_writes),
         };
+        let loaded_latency = slots
+            .first()
+            .filter(|s| s.trace.is_none() && s.workload.name == "loaded-latency")
+            .map(|s| LoadedLatencyReport::new(&cores[s.core].stats, m.cfg().caches[0].latency_cycles, ghz, seconds, &tiers));
         let core_reports = cores.iter().map(|c| CoreReport { ipc: ratio(c.stats.instructions, c.clock), stats: CoreStats { cycles: c.clock, psc: c.tlb.psc().map(|p| p.stats.clone()), ..c.stats.clone() } }).collect();
         let wall_s = wall.as_secs_f64();
         // The configuration as run: the machine as built (the policy's page size).
@@ -586,6 +623,9 @@ impl Report {
         as_run.machine = m.cfg().clone();
         let mut config = serde_json::to_value(&as_run).unwrap_or(serde_json::Value::Null);
         let mut notes = capacity_notes(cfg, m, &tiers, &mut config);
+        if loaded_latency.is_some() && cfg.engine.seconds == 0.0 && cores.len() > 1 {
+            notes.push("loaded-latency without a simulated time (--seconds): each core made its own number of references and the cores ended at different times, so part of the run was not loaded as configured".to_string());
+        }
         // Pages a policy migrated or copied into the fast tier later do not count.
         let fast_born = m.space().first_touch_frames_in(TierId::FAST);
         if m.space().placement() == Placement::SlowOnly && fast_born > 0 {
@@ -623,6 +663,7 @@ impl Report {
             sampling: None,
             epochs_mode: None,
             slowdown: None,
+            loaded_latency,
             epochs,
             sim: SimInfo {
                 version: env!("CARGO_PKG_VERSION").to_string(),

@@ -23,7 +23,8 @@
 //! 64-byte line. Each generator emits exactly `refs` records, then nothing.
 //!
 //! # Synthetic and application workloads
-//! The synthetic generators (uniform, gups, zipf, hotspot, seqscan, chase) draw
+//! The synthetic generators (uniform, gups, zipf, hotspot, seqscan, chase, and
+//! loaded-latency, which splits its footprint between a probe and traffic) draw
 //! addresses from a distribution over exactly `footprint` bytes; their accesses are
 //! `access_bytes` long and aligned to it. The application workloads (graph-bfs,
 //! pagerank, kv, spmv-cg, gemm, stream) run an algorithm over data structures laid
@@ -42,6 +43,7 @@ mod graph_bfs;
 mod gups;
 mod hotspot;
 mod kv;
+mod loaded_latency;
 mod pagerank;
 pub mod permute;
 mod program;
@@ -55,6 +57,7 @@ mod zipf;
 pub use gemm::{GemmConfig, GemmKernel};
 pub use graph::GraphConfig;
 pub use kv::{KvConfig, Popularity, ValueSizes, Ycsb};
+pub use loaded_latency::LoadedLatencyConfig;
 pub use pagerank::PagerankConfig;
 pub use spmv_cg::CgConfig;
 pub use stream::{StreamConfig, StreamKernel};
@@ -82,6 +85,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
     ("spmv-cg", "NPB CG: CSR sparse matrix-vector products between vector updates (Rainbow)"),
     ("gemm", "BLIS-blocked dense multiply, or HPL's LU factorization with kernel = \"lu\" (Rainbow)"),
     ("stream", "STREAM copy, scale, add and triad over three arrays"),
+    ("loaded-latency", "Intel MLC's loaded latency: core 0 chases pointers while the other cores inject traffic"),
 ];
 
 /// The `[workload]` table: which synthetic generator runs and with what parameters.
@@ -89,7 +93,7 @@ pub const WORKLOADS: &[(&str, &str)] = &[
 #[serde(default, deny_unknown_fields)]
 pub struct WorkloadConfig {
     /// Generator name: uniform, gups, zipf, hotspot, seqscan, chase, graph-bfs,
-    /// pagerank, kv, spmv-cg, gemm or stream.
+    /// pagerank, kv, spmv-cg, gemm, stream or loaded-latency.
     pub name: String,
     /// Bytes of memory the workload touches; for the application workloads, the
     /// size their data must fit when their own size parameter is 0.
@@ -133,6 +137,8 @@ pub struct WorkloadConfig {
     pub gemm: GemmConfig,
     /// Parameters of stream.
     pub stream: StreamConfig,
+    /// Parameters of loaded-latency.
+    pub loaded_latency: LoadedLatencyConfig,
 }
 
 impl Default for WorkloadConfig {
@@ -156,6 +162,7 @@ impl Default for WorkloadConfig {
             cg: CgConfig::default(),
             gemm: GemmConfig::default(),
             stream: StreamConfig::default(),
+            loaded_latency: LoadedLatencyConfig::default(),
         }
     }
 }
@@ -275,6 +282,7 @@ impl WorkloadConfig {
         self.cg.validate()?;
         self.gemm.validate()?;
         self.stream.validate()?;
+        self.loaded_latency.validate()?;
         let footprint = match self.name.as_str() {
             "graph-bfs" => graph_bfs::footprint(self)?,
             "pagerank" => pagerank::footprint(self)?,
@@ -282,6 +290,7 @@ impl WorkloadConfig {
             "spmv-cg" => spmv_cg::footprint(self)?,
             "gemm" => gemm::footprint(self)?,
             "stream" => stream::footprint(self)?,
+            "loaded-latency" => loaded_latency::footprint(self)?,
             _ => self.footprint.bytes(),
         };
         if self.base_vaddr.checked_add(footprint).is_none_or(|end| end > USER_SPACE_END) {
@@ -342,6 +351,7 @@ pub fn build(cfg: &WorkloadConfig, core: u16, tenant: u16) -> Result<Box<dyn Sou
         "spmv-cg" => spmv_cg::build(cfg, core, tenant)?,
         "gemm" => gemm::build(cfg, core, tenant)?,
         "stream" => stream::build(cfg, core, tenant)?,
+        "loaded-latency" => loaded_latency::build(cfg, core, tenant),
         // `validate` has already rejected every other name.
         other => bail!("workload: unknown workload `{other}`"),
     };
@@ -619,7 +629,7 @@ pub(crate) mod tests {
     fn validation_errors_name_the_field() {
         assert_eq!(
             error_after(|c| c.name = "foo".into()),
-            "workload: unknown workload `foo` (known: uniform, gups, zipf, hotspot, seqscan, chase, graph-bfs, pagerank, kv, spmv-cg, gemm, stream)"
+            "workload: unknown workload `foo` (known: uniform, gups, zipf, hotspot, seqscan, chase, graph-bfs, pagerank, kv, spmv-cg, gemm, stream, loaded-latency)"
         );
         assert_eq!(
             error_after(|c| c.hotspot.hot_size = 1.5),

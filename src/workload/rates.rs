@@ -237,6 +237,9 @@ pub fn model(cfg: &WorkloadConfig, tenant: u16, cores: u64, opts: &ProfileOption
         "seqscan" => Some(super::seqscan::model(cfg, tenant, cores)),
         "chase" => Some(super::chase::model(cfg, cores)),
         "kv" => Some(super::kv::model(cfg, tenant, cores)?),
+        "loaded-latency" => bail!(
+            "workload loaded-latency: not in epochs mode, which prices time from page rates and cannot measure the probe's queueing under load; run it detailed"
+        ),
         _ => None,
     };
     let model = match stated {
