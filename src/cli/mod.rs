@@ -52,7 +52,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Baselines, two paper systems and a Linux policy on a built-in workload, with a
-    /// report page (no arguments; about half a minute).
+    /// report page (no arguments; about 12 s).
     Demo(DemoArgs),
     /// Run one policy on one configuration.
     Run(RunArgs),
@@ -510,7 +510,7 @@ fn demo(args: &DemoArgs, started: Instant) -> Result<()> {
     for (key, value, paper) in DEMO_SCALED {
         println!("  --set {key}={value}   (paper or kernel: {paper})");
     }
-    println!("Six runs, two at a time (about half a minute on two cores)...\n");
+    println!("Six runs, two at a time (about 12 s on two idle cores)...\n");
     let mut reports = with_progress(false, |progress| {
         run_many(&cfg, &policies, &RunOptions { progress: progress.clone(), stop: Some(&interrupt::STOP), ..Default::default() })
     })?;
