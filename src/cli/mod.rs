@@ -456,12 +456,11 @@ const DEMO_POLICIES: [&str; 6] = ["all-fast", "first-touch", "all-slow", "rainbo
 /// The demo's periods scaled to its run of under a simulated second: key, value, and
 /// the value at the paper's (or the kernel's) scale. Rainbow's 10^8-cycle interval
 /// (31 ms) needs no scaling.
-const DEMO_SCALED: [(&str, &str, &str); 5] = [
+const DEMO_SCALED: [(&str, &str, &str); 4] = [
     ("policy.memos.interval_s", "0.2", "20 s rounds (memos §5)"),
-    ("policy.memos.passes_per_run", "40", "a pass of 100 samplings every 2.5 s"),
-    ("policy.memos.samplings_per_pass", "10", "100"),
+    ("policy.memos.passes_per_run", "40", "ours: a pass every 2.5 s (25 ms samplings; the paper gives no period)"),
+    ("policy.memos.samplings_per_pass", "10", "100 samplings a pass (memos §4.2)"),
     ("policy.tpp.scan_delay_ms", "200", "1000 ms, kernel.numa_balancing_scan_delay_ms"),
-    ("policy.tpp.scan_size_mb", "256", "256 MB per window, the kernel's"),
 ];
 
 /// Arguments of `tiersim demo`.
@@ -504,8 +503,9 @@ fn demo(args: &DemoArgs, started: Instant) -> Result<()> {
     );
     println!(
         "Policies: baselines that never move a page (all-fast, first-touch, all-slow); Rainbow (rainbow, hardware, its \
-         paper's 10^8-cycle interval); memos and Linux's TPP (tpp) with their periods scaled to this run of under a \
-         simulated second:"
+         paper's interval of {} cycles, engine.epoch_cycles); memos and Linux's TPP (tpp) with their periods scaled to \
+         this run of under a simulated second:",
+        cfg.engine.epoch_cycles
     );
     for (key, value, paper) in DEMO_SCALED {
         println!("  --set {key}={value}   (paper or kernel: {paper})");

@@ -1255,14 +1255,21 @@ const DELAY_AXIS: &str = "workload.loaded_latency.delay_instrs";
 /// other axes, its points the runs along `workload.loaded_latency.delay_instrs`.
 /// Nothing when no run has the figures.
 fn loaded_latency_curves(runs: &[SweepRun], level: u8) -> Result<String> {
-    let measured: Vec<(&SweepRun, &Value)> = runs.iter().filter_map(|r| Some((r, finished(r)?.get("loaded_latency")?))).collect();
+    // Each run with its policy and its figures.
+    let measured: Vec<(&SweepRun, &str, &Value)> = runs
+        .iter()
+        .filter_map(|r| {
+            let report = finished(r)?;
+            Some((r, policy_name(report), report.get("loaded_latency")?))
+        })
+        .collect();
     if measured.is_empty() {
         return Ok(String::new());
     }
-    let policies = distinct(measured.iter().map(|(r, _)| policy_name(finished(r).expect("finished"))));
+    let policies = distinct(measured.iter().map(|(_, p, _)| *p));
     let mut panels = Vec::new();
     for policy in policies {
-        let mine: Vec<&(&SweepRun, &Value)> = measured.iter().filter(|(r, _)| policy_name(finished(r).expect("finished")) == policy).collect();
+        let mine: Vec<(&SweepRun, &Value)> = measured.iter().filter(|(_, p, _)| *p == policy).map(|(r, _, l)| (*r, *l)).collect();
         // A line per value of the axes other than the policy and the delay.
         let line_of = |r: &SweepRun| r.axes.iter().filter(|(a, _)| a != "policy" && a != DELAY_AXIS).map(|(a, v)| format!("{}={v}", a.rsplit('.').next().unwrap_or(a))).collect::<Vec<_>>().join(" ");
         let names = distinct(mine.iter().map(|(r, _)| line_of(r)));
