@@ -169,6 +169,12 @@ pub struct EpochsConfig {
     /// fault after a page is poisoned still ends one. Our choice (docs/epochs.md,
     /// "Poison and hinting faults").
     pub batch_faults: bool,
+    /// While a core calibrates, each other core running in chunks has a stand-in
+    /// that issues its memory traffic into the tiers' banks and buses, so that the
+    /// calibration measures its waits beside the others' traffic, as in detailed
+    /// mode (docs/epochs.md, "Calibrating under load"). Our choice; `false` leaves a
+    /// calibrating core alone on the tiers.
+    pub stand_ins: bool,
     /// References per window of a profile (application workloads, traces).
     pub window_refs: u64,
     /// References profiled of an application workload at most; its profile repeats
@@ -189,6 +195,7 @@ impl Default for EpochsConfig {
             max_chunk_s: 0.001,
             min_chunk_s: 0.0001,
             batch_faults: true,
+            stand_ins: true,
             window_refs: 1 << 22,
             profile_refs: 1 << 28,
         }

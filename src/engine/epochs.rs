@@ -32,11 +32,19 @@
 //!
 //! where `share(c, t)` is the rate of the class's pages in tier `t` (kept up to date
 //! as pages move, so placement changes cost at once) and `ρ_t` is the tier's load —
-//! demand and mechanism traffic — over the last millisecond. A class the window did
+//! every access the tier counted — over the last millisecond. A class the window did
 //! not see borrows the nearest rate's fit. Calibrations come at the start, when a
 //! stretch changes the distribution (a phase), when pages carrying a share of the
 //! references changed tier, when the tenant's mapped pages grew by a quarter since the
 //! last one (the page tables grew with them), and every `recalibrate_s` seconds.
+//!
+//! # Calibrating under load
+//! While a core calibrates, the other cores that run in chunks have stand-ins that
+//! put their memory traffic on the tiers' banks and buses (module `stand_in`), so
+//! that the calibration measures its waits as detailed mode would; a calibration
+//! beside other cores' traffic fits the wait's scale `κ_t` to its own waits at the
+//! load it ran at (`TierFit`). docs/epochs.md has the measurements, and what is left
+//! (the shared last-level cache).
 
 use super::CoreFeed;
 use crate::config::{Config, EpochsConfig, WorkloadSlot};
@@ -49,6 +57,9 @@ use crate::trace::Access;
 use crate::workload::rates::{AccessModel, Profile, ProfileOptions, Stretch};
 use anyhow::{bail, Result};
 use serde::Serialize;
+use stand_in::{StandIn, StandIns};
+
+mod stand_in;
 
 /// Fewest references of a class in a calibration for its fit to replace the last.
 const MIN_SAMPLES: u64 = 16;
@@ -57,6 +68,17 @@ const MIN_SAMPLES: u64 = 16;
 const GROWN_PAGES: u64 = 1024;
 /// Cycles over which a tier's load is measured.
 const LOAD_WINDOW: u64 = 1 << 22;
+/// The highest load the wait model is evaluated at (our choice): past it a tier's
+/// wait stays that of this load.
+const MAX_LOAD: f64 = 0.95;
+/// The least wait scale fitted (our choice): an M/D/1 queue's. The device latency a
+/// calibration's waits are measured above takes the tier's row-hit share over all
+/// its traffic, the chunks' included, so a core whose own accesses hit open rows
+/// more often than the others' can measure no wait at all.
+const MIN_KAPPA: f64 = 0.5;
+/// The least load of a calibration from which the wait's scale is fitted (our
+/// choice): below it the waits are too few to tell a scale.
+const MIN_FITTED_LOAD: f64 = 0.05;
 
 /// What a calibration measured of one class and direction.
 #[derive(Clone, Copy, Debug, Default)]
@@ -125,7 +147,11 @@ impl Fit {
 /// hits the row it opened) — plus queueing of two kinds: behind the other lines of
 /// its own burst (a 4 KiB value's lines serialised on one bank), which depends on
 /// the pattern too, and behind other traffic, which grows with the tier's load `ρ`
-/// as an M/D/1 queue's wait, `burst · ρ / (2 (1 − ρ))`. A class's latency measured
+/// as `κ · burst · ρ / (1 − ρ)`: an M/D/1 queue's wait with κ = 1/2, until a
+/// calibration runs beside other cores' traffic (module `stand_in`), which fits κ to
+/// what its own accesses waited at the load it ran at (with in-order banks and buses
+/// a tier's wait grows faster than an M/D/1 queue's: docs/machine.md, "Loaded
+/// latency"). A class's latency measured
 /// in one tier is its latency at load 0 there; in a tier where it was not measured,
 /// the part above a row hit scales with the tiers' gaps between a row miss and a row
 /// hit (both parts of the excess — misses, and waits on a bank busy with the burst's
@@ -141,16 +167,23 @@ struct TierFit {
     burst: f64,
     write_burst: f64,
     channels: f64,
-    /// Mean wait of a demand access over the calibration, and the load then.
-    queue: f64,
+    /// The tier's load over the last calibration.
     load: f64,
+    /// The wait's scale, in bursts (above).
+    kappa: f64,
 }
 
 impl TierFit {
-    /// The wait behind other traffic at load `rho`.
+    /// The bus cycles of every access the tier counted (per channel: divide by
+    /// `channels`).
+    fn bus(&self, s: &crate::machine::TierStats) -> f64 {
+        s.reads as f64 * self.burst + s.writes as f64 * self.write_burst + (s.mechanism_reads + s.mechanism_writes) as f64 * self.burst
+    }
+
+    /// The wait behind other traffic at load `rho`: `κ · burst · ρ / (1 − ρ)`.
     fn contention(&self, rho: f64) -> f64 {
-        let rho = rho.clamp(0.0, 0.95);
-        self.burst * rho / (2.0 * (1.0 - rho))
+        let rho = rho.clamp(0.0, MAX_LOAD);
+        self.kappa * self.burst * rho / (1.0 - rho)
     }
 
     /// The latency at load 0 of an access of class `fit` to tier `t` (this one):
@@ -177,9 +210,7 @@ struct TierMark {
     writes: u64,
     row_hits: u64,
     row_misses: u64,
-    queue: u64,
     mechanism: u64,
-    accesses: u64,
     demand_reads: u64,
 }
 
@@ -228,8 +259,8 @@ impl CostModel {
                     burst: t.burst_cycles() as f64,
                     write_burst: t.write_burst_cycles() as f64,
                     channels: t.channels() as f64,
-                    queue: 0.0,
                     load: 0.0,
+                    kappa: 0.5,
                 }
             })
             .collect();
@@ -266,13 +297,13 @@ impl CostModel {
                 let t = TierId(i as u8);
                 let s = tiers.get(t).stats();
                 let d = tiers.demand(t);
-                TierMark { reads: s.reads, writes: s.writes, row_hits: s.row_hits, row_misses: s.row_misses, queue: s.queue_cycles, mechanism: s.mechanism_reads + s.mechanism_writes, accesses: d.accesses, demand_reads: d.reads }
+                TierMark { reads: s.reads, writes: s.writes, row_hits: s.row_hits, row_misses: s.row_misses, mechanism: s.mechanism_reads + s.mechanism_writes, demand_reads: d.reads }
             })
             .collect();
     }
 
     /// Fits the classes and tiers from the calibration that began at `begin`.
-    fn end<R: Redirect>(&mut self, m: &Machine<R>, core: usize) {
+    fn end<R: Redirect>(&mut self, m: &Machine<R>, core: usize, beside_others: bool) {
         if self.fitted() && self.measured > 0.0 {
             self.errors.push((self.predicted - self.measured) / self.measured);
         }
@@ -292,17 +323,24 @@ impl CostModel {
         for (i, (fit, mark)) in self.tiers.iter_mut().zip(&self.marks).enumerate() {
             let t = TierId(i as u8);
             let s = tiers.get(t).stats();
-            let d = tiers.demand(t);
             let (reads, w) = (s.reads - mark.reads, s.writes - mark.writes);
-            let accesses = d.accesses - mark.accesses;
             let (hits, misses) = (s.row_hits - mark.row_hits, s.row_misses - mark.row_misses);
             if hits + misses >= MIN_SAMPLES {
                 fit.row_hits = hits as f64 / (hits + misses) as f64;
             }
             let bus = reads as f64 * fit.burst + w as f64 * fit.write_burst + (s.mechanism_reads + s.mechanism_writes - mark.mechanism) as f64 * fit.burst;
-            fit.load = (bus / (cycles * fit.channels)).clamp(0.0, 0.95);
-            if accesses >= MIN_SAMPLES {
-                fit.queue = (s.queue_cycles - mark.queue) as f64 / (hits + misses).max(1) as f64;
+            fit.load = (bus / (cycles * fit.channels)).clamp(0.0, MAX_LOAD);
+        }
+        // The wait's scale, from a calibration beside other cores' traffic: what the
+        // calibrating core's own accesses waited (their latency less the device's at
+        // the tier's row-hit share), at the load the calibration ran at. (Alone, a
+        // core's waits are mostly behind its own bursts, which do not grow with load.)
+        for (t, fit) in self.tiers.iter_mut().enumerate() {
+            let (sum, served) = self.sums.iter().fold((0.0, 0), |(l, n), s| (l + s.latency[t], n + s.served[t]));
+            if beside_others && served >= MIN_SAMPLES && fit.load >= MIN_FITTED_LOAD {
+                let device = fit.hit * fit.row_hits + fit.miss * (1.0 - fit.row_hits);
+                let wait = (sum / served as f64 - device).max(0.0);
+                fit.kappa = (wait * (1.0 - fit.load) / (fit.load * fit.burst)).max(MIN_KAPPA);
             }
         }
         let loads: Vec<f64> = self.tiers.iter().map(|t| t.load).collect();
@@ -475,6 +513,10 @@ struct CoreRun {
     /// chunk: the last chunks' figure, so that a chunk is planned with the time its
     /// faults will add and ends near its limit.
     fault_cycles_per_ref: f64,
+    /// Whether it runs its references in detail now (a warm-up or a calibration).
+    detailed: bool,
+    /// Its traffic beside another core's calibration.
+    stand_in: StandIn,
 }
 
 impl CoreRun {
@@ -497,6 +539,8 @@ impl CoreRun {
             detailed_refs: 0,
             last_vpn: 0,
             fault_cycles_per_ref: 0.0,
+            detailed: true,
+            stand_in: StandIn::default(),
         }
     }
 }
@@ -515,9 +559,9 @@ struct TenantRun {
 /// A tier's recent load.
 #[derive(Clone, Copy, Debug, Default)]
 struct Load {
+    /// The cycle the window began, and the tier's bus cycles counted by then.
     since: u64,
     bus: f64,
-    mechanism: u64,
     rho: f64,
 }
 
@@ -582,6 +626,7 @@ pub(super) struct Driver {
     llc: u64,
     depth: usize,
     freq_hz: f64,
+    stand_ins: StandIns,
 }
 
 impl Driver {
@@ -654,6 +699,7 @@ impl Driver {
             llc: machine.memory().caches().llc_latency(),
             depth: machine.memory().caches().depth(),
             freq_hz: mc.freq_ghz * 1e9,
+            stand_ins: StandIns::new(seed),
         })
     }
 
@@ -682,22 +728,28 @@ impl Driver {
             }
             Phase::Warm if left == 0 => {
                 self.cores[core].cost.begin(machine, core);
+                self.start_stand_ins(core, machine.cores()[core].clock);
                 (Phase::Measure, self.cfg.calibration_refs)
             }
             Phase::Measure if left == 0 => {
                 let c = &mut self.cores[core];
-                c.cost.end(machine, core);
+                c.cost.end(machine, core, self.stand_ins.ran);
                 c.per_ref = None;
                 c.calibrations += 1;
                 c.last_calibration = machine.cores()[core].clock;
                 c.due = false;
+                c.detailed = false;
                 if let Some(p) = machine.epochs_mut().and_then(|e| e.tenants.get_mut(c.tenant as usize)) {
                     p.moved_share = 0.0;
                     c.mapped_at_calibration = p.mapped;
                 }
                 (Phase::Chunks, u64::MAX)
             }
-            Phase::Chunks if self.cores[core].due => (Phase::Warm, self.cfg.warmup_refs),
+            Phase::Chunks if self.cores[core].due => {
+                self.cores[core].detailed = true;
+                self.stop_stand_in(core);
+                (Phase::Warm, self.cfg.warmup_refs)
+            }
             other => (other, left),
         }
     }
@@ -741,11 +793,12 @@ impl Driver {
     pub fn measure<R: Redirect, P: Policy<R>>(&mut self, feed: &mut CoreFeed, machine: &mut Machine<R>, rt: &mut Runtime, policy: &mut P, core: usize, limit: u64, max: u64, levels: u32) -> Result<(u64, bool)> {
         let mut n = 0;
         let (l1, llc, depth, inv_mlp, cpi) = (self.l1, self.llc, self.depth, self.inv_mlp, self.cpi);
-        let c = &mut self.cores[core];
         while n < max {
             if feed.pos == feed.buf.len() && !feed.refill(levels)? {
                 return Ok((n, true));
             }
+            self.stand(machine, machine.cores()[core].clock);
+            let c = &mut self.cores[core];
             let a = feed.buf[feed.pos];
             feed.pos += 1;
             let (class, tier_of_page) = {
@@ -920,19 +973,21 @@ impl Driver {
         r
     }
 
-    /// Updates the tiers' loads at cycle `now` from the demand bus time booked and
-    /// the mechanism traffic the tiers counted.
+    /// Updates the tiers' loads at cycle `now` from the traffic the tiers counted:
+    /// chunks', calibrations' and mechanisms', measured as a calibration measures
+    /// its own load (`CostModel::end`), so that the wait fitted at a calibration's
+    /// load is met again at the same load.
     fn update_load<R: Redirect>(&mut self, machine: &Machine<R>, core: usize, now: u64) {
         for (i, l) in self.load.iter_mut().enumerate() {
             if now < l.since + LOAD_WINDOW {
                 continue;
             }
-            let s = machine.memory().tiers().get(TierId(i as u8)).stats();
             let fit = &self.cores[core].cost.tiers[i];
-            let mech = s.mechanism_reads + s.mechanism_writes;
-            let bus = l.bus + (mech - l.mechanism) as f64 * fit.burst;
-            l.rho = bus / ((now - l.since) as f64 * fit.channels);
-            *l = Load { since: now, bus: 0.0, mechanism: mech, rho: l.rho };
+            let bus = fit.bus(&machine.memory().tiers().get(TierId(i as u8)).stats());
+            if l.since > 0 || l.bus > 0.0 {
+                l.rho = (bus - l.bus) / ((now - l.since) as f64 * fit.channels);
+            }
+            *l = Load { since: now, bus, rho: l.rho };
         }
     }
 
@@ -968,6 +1023,7 @@ impl Driver {
             }
         }
         let r = self.per_ref(machine, core);
+        self.cores[core].stand_in.per_ref = Some(r);
         // The wait behind other traffic at each tier's load.
         let mut wait = [0.0; MAX_TIERS];
         for (w, (f, l)) in wait.iter_mut().zip(self.cores[core].cost.tiers.iter().zip(&self.load)) {
@@ -1041,8 +1097,7 @@ impl Driver {
             tk.writebacks = writebacks;
             tk.walk_reads = walks;
             tk.row_hits = c.carry.take(slot + 4, all as f64 * fit.row_hits);
-            tk.queue_cycles = c.carry.take(slot + 5, all as f64 * (fit.queue + wait[t]));
-            self.load[t].bus += (accesses + walks) as f64 * fit.burst + writebacks as f64 * fit.write_burst;
+            tk.queue_cycles = c.carry.take(slot + 5, all as f64 * wait[t]);
         }
         machine.epochs_advance(core, &k);
         let c = &mut self.cores[core];

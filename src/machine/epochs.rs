@@ -1782,6 +1782,12 @@ pub struct Chunk {
 }
 
 impl<R: Redirect> Machine<R> {
+    /// Takes the banks and bus of tier `t` for a line at tier-local `addr` issued at
+    /// cycle `at`, counting nothing (`Tier::occupy`); returns its completion cycle.
+    pub(crate) fn epochs_occupy(&mut self, t: TierId, addr: u64, write: bool, at: u64) -> u64 {
+        self.mem.tiers.get_mut(t).occupy(addr, write, at)
+    }
+
     /// Runs a chunk of epochs references on `core`: its clock and counters advance
     /// by what the chunk did, the tiers count its traffic, and its hazard clock moves.
     pub fn epochs_advance(&mut self, core: usize, k: &Chunk) {

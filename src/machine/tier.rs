@@ -711,10 +711,20 @@ impl Tier {
     /// the demand counters, energy and wear.
     #[inline(always)]
     pub fn access(&mut self, addr: u64, write: bool, now: u64) -> u64 {
-        let served = self.serve(addr, write, now);
+        let served = self.serve::<true>(addr, write, now);
         let latency = served.finish - now;
         self.queue_cycles += latency - served.device;
         latency
+    }
+
+    /// Takes the banks and bus an access at tier-local `addr` arriving at cycle `now`
+    /// would take, by the same rule as [`Tier::access`], and returns its completion
+    /// cycle, counting nothing: epochs mode stands other cores' traffic, counted by
+    /// the chunks that made it, beside a calibration's detailed references (see
+    /// `engine::epochs`, "Calibrating under load"). It leaves the channels' shares of
+    /// background traffic alone, as the chunks have added their bus time to them.
+    pub(crate) fn occupy(&mut self, addr: u64, write: bool, now: u64) -> u64 {
+        self.serve::<false>(addr, write, now).finish
     }
 
     /// Transfers `bytes` (a multiple of 64) starting at `addr` as background lines all
@@ -778,7 +788,7 @@ impl Tier {
 
     /// The timing rule of the module documentation, plus energy and wear counting.
     #[inline(always)]
-    fn serve(&mut self, addr: u64, write: bool, now: u64) -> Served {
+    fn serve<const COUNT: bool>(&mut self, addr: u64, write: bool, now: u64) -> Served {
         debug_assert!(
             addr < self.capacity_bytes,
             "address {addr:#x} beyond the {} capacity of {}",
@@ -788,11 +798,13 @@ impl Tier {
         let (ch, bank_index, row) = self.locate(addr);
         let bank = &mut self.banks[bank_index];
         let row_hit = bank.open_row == row;
-        bank.accesses += 1;
         let k = kind(write, row_hit);
-        self.demand_kinds[k] += 1;
-        if write {
-            self.wear.record(addr >> FRAME_SHIFT);
+        if COUNT {
+            bank.accesses += 1;
+            self.demand_kinds[k] += 1;
+            if write {
+                self.wear.record(addr >> FRAME_SHIFT);
+            }
         }
         let channel = &mut self.channels[ch];
         if write && self.write_queue_cycles > 0 {
@@ -813,7 +825,7 @@ impl Tier {
         let burst = if write { self.write_burst_cycles } else { self.burst_cycles };
         // Background traffic yields to demand: this access waits its window's share of
         // background bus time, and takes its burst from the window.
-        let copy_wait = channel.calendar.demand(now, burst);
+        let copy_wait = if COUNT { channel.calendar.demand(now, burst) } else { 0 };
         let bank = &mut self.banks[bank_index];
         let start = (now + copy_wait).max(bank.free_at).max(channel.reads_held_until);
         let bus_at = (start + device - burst).max(channel.free_at);
