@@ -857,32 +857,33 @@ impl<R: Redirect> Machine<R> {
     /// Translates `addr` in tenant's managed table with a timed walk starting `after`
     /// cycles into the reference, mapping the page on first touch; the references the
     /// paging-structure caches skip are not issued. Returns (leaf entry, whether it is
-    /// huge, walk cycles, leaf slot). (Inlined into the TLB miss, whose common part it
-    /// is, and into the nested walk.)
+    /// huge, walk cycles, leaf slot, host address of the leaf's node). (Inlined into the
+    /// TLB miss, whose common part it is, and into the nested walk.)
     #[inline(always)]
-    fn managed_walk<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, addr: u64, write: bool, after: u64, obs: &mut O) -> Option<(u64, bool, u64, usize)> {
+    fn managed_walk<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, addr: u64, write: bool, after: u64, obs: &mut O) -> Option<(u64, bool, u64, usize, usize)> {
         let mut path = WalkPath::default();
         let mut extra = 0;
-        let leaf = match self.space.tenants()[tenant as usize].table.walk(addr, Some(&mut path)) {
-            Some(l) => l,
+        // The walk sets the leaf's Accessed and Dirty bits as it reads it: nothing the
+        // walk's references do through the caches reads the table.
+        let table = &mut self.space.tenant_mut(tenant).table;
+        let (leaf, e, newly_dirty, node) = match table.walk_marking(addr, &mut path, write) {
+            Some((l, e, d)) => (l, e, d, table.node_host_addr(l.slot)),
             None => {
                 extra = self.first_touch(core, tenant, addr, obs)?;
                 path = WalkPath::default();
-                self.space.tenants()[tenant as usize].table.walk(addr, Some(&mut path)).expect("page mapped by first touch")
+                let table = &mut self.space.tenant_mut(tenant).table;
+                let (l, e, d) = table.walk_marking(addr, &mut path, write).expect("page mapped by first touch");
+                (l, e, d, table.node_host_addr(l.slot))
             }
         };
         let (skip, lookup) = self.psc_lookup(core, tenant, false, addr, path.len);
         self.psc_fill(core, tenant, false, addr, skip, &path);
         let cycles = self.walk_refs::<M, O>(core, &path.as_slice()[skip..], after + extra + lookup, obs) + extra + lookup;
-        let e = self.space.entry_mut(tenant, leaf.slot);
-        let newly_dirty = write && *e & DIRTY == 0;
-        *e |= ACCESSED | if write { DIRTY } else { 0 };
-        let e = *e;
         // PML is on only for VMs, whose managed table is the EPT.
         if newly_dirty && self.vmx.pml_on(tenant) {
             self.pml_log(core, tenant, addr);
         }
-        Some((e, leaf.huge, cycles, leaf.slot))
+        Some((e, leaf.huge, cycles, leaf.slot, node))
     }
 
     /// A two-dimensional walk: every guest page-table reference is a guest-physical
@@ -919,7 +920,7 @@ impl<R: Redirect> Machine<R> {
             let hpa = match cached {
                 Some(hpa) => hpa,
                 None => {
-                    let (e, huge, c, _) = self.managed_walk::<M, O>(core, tenant, gpa, gpt_write, cycles, obs)?;
+                    let (e, huge, c, _, _) = self.managed_walk::<M, O>(core, tenant, gpa, gpt_write, cycles, obs)?;
                     cycles += c;
                     let mask = if huge { huge_mask } else { 0xfff };
                     (e >> 12) << 12 | (gpa & mask)
@@ -938,7 +939,7 @@ impl<R: Redirect> Machine<R> {
         let guest_dirty = *ge & DIRTY != 0;
         let gmask = if gleaf.huge { huge_mask } else { 0xfff };
         let gpa = (*ge >> 12) << 12 | (gva & gmask);
-        let (he, hhuge, c, _) = self.managed_walk::<M, O>(core, tenant, gpa, write, cycles, obs)?;
+        let (he, hhuge, c, _, _) = self.managed_walk::<M, O>(core, tenant, gpa, write, cycles, obs)?;
         cycles += c;
         // The combined entry is dirty only if both dimensions are: a first store sets
         // whichever Dirty bit is still clear.
@@ -965,9 +966,8 @@ impl<R: Redirect> Machine<R> {
         }
         self.cores[core].stats.tlb_misses += 1;
         let (entry, huge, mut cycles, addr, managed_huge, slot) = if self.space.tenants()[tenant as usize].guest.is_none() {
-            let (e, huge, c, slot) = self.managed_walk::<M, O>(core, tenant, vaddr, write, 0, obs)?;
+            let (e, huge, c, slot, node) = self.managed_walk::<M, O>(core, tenant, vaddr, write, 0, obs)?;
             if !huge {
-                let node = self.space.tenants()[tenant as usize].table.node_host_addr(slot);
                 self.cores[core].leaf_hints.note(vaddr, node);
             }
             (e, huge, c, vaddr, huge, slot as u32)
