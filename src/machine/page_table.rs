@@ -382,10 +382,13 @@ impl PageTable {
                 return None;
             }
             if level == 1 || e & HUGE != 0 {
+                // Huge leaves sit at level 2: the leaf says how many entries were read,
+                // so that the walk's exits share one path.
+                let huge = e & HUGE != 0;
                 if let Some(p) = path {
-                    p.len = read + 1;
+                    p.len = L - huge as usize;
                 }
-                return Some(Leaf { slot, huge: e & HUGE != 0 });
+                return Some(Leaf { slot, huge });
             }
             (base, node) = child(e);
         }
