@@ -60,6 +60,7 @@ use crate::trace::Access;
 use crate::units::Size;
 use memory::{Memory, Tiers};
 use page_table::{WalkPath, ACCESSED, DIRTY, POISONED, TRAP};
+use psc::PagingStructureCaches;
 use placement::Placement;
 use redirect::{Layout, PathCtx};
 use space::Space;
@@ -809,12 +810,11 @@ impl<R: Redirect> Machine<R> {
     }
 
     /// Walk references `refs` (physical addresses of page-table entries) through the
-    /// caches, each issued when the previous one has completed, from `after` cycles
-    /// into the reference; returns their latency. The walk's counters are updated once.
-    /// (Inlined into the walks: a call of its own cost about 18 instructions a TLB miss.)
+    /// caches, each issued when the previous one has completed, from cycle `start`;
+    /// returns their latency. The walk's counters are updated once. (Inlined into the
+    /// walks: a call of its own cost about 18 instructions a TLB miss.)
     #[inline(always)]
-    fn walk_refs<const M: u8, O: Observer>(&mut self, core: usize, refs: &[u64], after: u64, obs: &mut O) -> u64 {
-        let start = self.cores[core].clock + after;
+    fn walk_refs<const M: u8, O: Observer>(&mut self, core: usize, refs: &[u64], start: u64, obs: &mut O) -> u64 {
         let depth = self.mem.caches.depth();
         let mut cycles = 0;
         let mut memory = 0;
@@ -837,8 +837,7 @@ impl<R: Redirect> Machine<R> {
     fn psc_lookup(&mut self, core: usize, tenant: u16, guest: bool, addr: u64, len: usize) -> (usize, u64) {
         let levels = self.cfg.page_table.levels;
         let Some(psc) = self.cores[core].tlb.psc_mut() else { return (0, 0) };
-        let skip = psc.lookup(tenant, guest, addr).map_or(0, |k| ((levels - k + 1) as usize).min(len - 1));
-        (skip, self.timing.psc_cycles)
+        (psc_skip(psc, levels, tenant, guest, addr, len), self.timing.psc_cycles)
     }
 
     /// Fills the paging-structure caches of `core` with the non-leaf entries a walk of
@@ -849,40 +848,49 @@ impl<R: Redirect> Machine<R> {
     fn psc_fill(&mut self, core: usize, tenant: u16, guest: bool, addr: u64, from: usize, path: &WalkPath) {
         let levels = self.cfg.page_table.levels;
         let Some(psc) = self.cores[core].tlb.psc_mut() else { return };
-        for i in from..path.len - 1 {
-            psc.fill(tenant, guest, addr, levels - i as u32, path.addrs[i + 1] >> 12);
-        }
+        psc_fill_path(psc, levels, tenant, guest, addr, from, path);
     }
 
     /// Translates `addr` in tenant's managed table with a timed walk starting `after`
     /// cycles into the reference, mapping the page on first touch; the references the
     /// paging-structure caches skip are not issued. Returns (leaf entry, whether it is
-    /// huge, walk cycles, leaf slot). (Inlined into the TLB miss, whose common part it
-    /// is, and into the nested walk.)
+    /// huge, walk cycles, leaf slot, host address of the leaf's node). (Inlined into the
+    /// TLB miss, whose common part it is, and into the nested walk.)
     #[inline(always)]
-    fn managed_walk<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, addr: u64, write: bool, after: u64, obs: &mut O) -> Option<(u64, bool, u64, usize)> {
+    fn managed_walk<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, addr: u64, write: bool, after: u64, obs: &mut O) -> Option<(u64, bool, u64, usize, usize)> {
         let mut path = WalkPath::default();
         let mut extra = 0;
-        let leaf = match self.space.tenants()[tenant as usize].table.walk(addr, Some(&mut path)) {
-            Some(l) => l,
+        // The walk sets the leaf's Accessed and Dirty bits as it reads it: nothing the
+        // walk's references do through the caches reads the table.
+        let table = &mut self.space.tenant_mut(tenant).table;
+        let (leaf, e, newly_dirty, node) = match table.walk_marking(addr, &mut path, write) {
+            Some((l, e, d)) => (l, e, d, table.node_host_addr(l.slot)),
             None => {
                 extra = self.first_touch(core, tenant, addr, obs)?;
                 path = WalkPath::default();
-                self.space.tenants()[tenant as usize].table.walk(addr, Some(&mut path)).expect("page mapped by first touch")
+                let table = &mut self.space.tenant_mut(tenant).table;
+                let (l, e, d) = table.walk_marking(addr, &mut path, write).expect("page mapped by first touch");
+                (l, e, d, table.node_host_addr(l.slot))
             }
         };
-        let (skip, lookup) = self.psc_lookup(core, tenant, false, addr, path.len);
-        self.psc_fill(core, tenant, false, addr, skip, &path);
-        let cycles = self.walk_refs::<M, O>(core, &path.as_slice()[skip..], after + extra + lookup, obs) + extra + lookup;
-        let e = self.space.entry_mut(tenant, leaf.slot);
-        let newly_dirty = write && *e & DIRTY == 0;
-        *e |= ACCESSED | if write { DIRTY } else { 0 };
-        let e = *e;
+        // The core borrowed once for its clock and paging-structure caches.
+        let levels = self.cfg.page_table.levels;
+        let c = &mut self.cores[core];
+        let (skip, lookup) = match c.tlb.psc_mut() {
+            Some(psc) => {
+                let skip = psc_skip(psc, levels, tenant, false, addr, path.len);
+                psc_fill_path(psc, levels, tenant, false, addr, skip, &path);
+                (skip, self.timing.psc_cycles)
+            }
+            None => (0, 0),
+        };
+        let start = c.clock + after + extra + lookup;
+        let cycles = self.walk_refs::<M, O>(core, &path.as_slice()[skip..], start, obs) + extra + lookup;
         // PML is on only for VMs, whose managed table is the EPT.
         if newly_dirty && self.vmx.pml_on(tenant) {
             self.pml_log(core, tenant, addr);
         }
-        Some((e, leaf.huge, cycles, leaf.slot))
+        Some((e, leaf.huge, cycles, leaf.slot, node))
     }
 
     /// A two-dimensional walk: every guest page-table reference is a guest-physical
@@ -919,7 +927,7 @@ impl<R: Redirect> Machine<R> {
             let hpa = match cached {
                 Some(hpa) => hpa,
                 None => {
-                    let (e, huge, c, _) = self.managed_walk::<M, O>(core, tenant, gpa, gpt_write, cycles, obs)?;
+                    let (e, huge, c, _, _) = self.managed_walk::<M, O>(core, tenant, gpa, gpt_write, cycles, obs)?;
                     cycles += c;
                     let mask = if huge { huge_mask } else { 0xfff };
                     (e >> 12) << 12 | (gpa & mask)
@@ -938,7 +946,7 @@ impl<R: Redirect> Machine<R> {
         let guest_dirty = *ge & DIRTY != 0;
         let gmask = if gleaf.huge { huge_mask } else { 0xfff };
         let gpa = (*ge >> 12) << 12 | (gva & gmask);
-        let (he, hhuge, c, _) = self.managed_walk::<M, O>(core, tenant, gpa, write, cycles, obs)?;
+        let (he, hhuge, c, _, _) = self.managed_walk::<M, O>(core, tenant, gpa, write, cycles, obs)?;
         cycles += c;
         // The combined entry is dirty only if both dimensions are: a first store sets
         // whichever Dirty bit is still clear.
@@ -964,16 +972,12 @@ impl<R: Redirect> Machine<R> {
             return Some((e, self.timing.l2_tlb_cycles, Some(TlbHit::L2)));
         }
         self.cores[core].stats.tlb_misses += 1;
-        let (entry, huge, mut cycles, addr, managed_huge, slot) = if self.space.tenants()[tenant as usize].guest.is_none() {
-            let (e, huge, c, slot) = self.managed_walk::<M, O>(core, tenant, vaddr, write, 0, obs)?;
-            if !huge {
-                let node = self.space.tenants()[tenant as usize].table.node_host_addr(slot);
-                self.cores[core].leaf_hints.note(vaddr, node);
-            }
-            (e, huge, c, vaddr, huge, slot as u32)
+        let (entry, huge, mut cycles, addr, managed_huge, slot, node) = if self.space.tenants()[tenant as usize].guest.is_none() {
+            let (e, huge, c, slot, node) = self.managed_walk::<M, O>(core, tenant, vaddr, write, 0, obs)?;
+            (e, huge, c, vaddr, huge, slot as u32, (!huge).then_some(node))
         } else {
             let (e, huge, c, gpa, ept_huge) = self.nested_walk::<M, O>(core, tenant, vaddr, write, obs)?;
-            (e, huge, c, gpa, ept_huge, NO_SLOT)
+            (e, huge, c, gpa, ept_huge, NO_SLOT, None)
         };
         let poisoned = entry & POISONED != 0;
         if poisoned {
@@ -987,14 +991,19 @@ impl<R: Redirect> Machine<R> {
             let number = self.space.page_number(tenant, page);
             obs.on_fault(&FaultEvent { core, tenant, addr: page, page: number, huge: managed_huge, kind: FaultKind::Poison });
         }
-        self.cores[core].stats.walk_cycles += cycles - if poisoned { self.timing.poison_fault_cycles } else { 0 };
         // A page that is moving, or whose move left its entry unfilled.
         let clean = entry & TRAP != 0 && self.spring_trap(core, tenant, addr, managed_huge, write);
         obs.on_tlb_miss(&TlbMissEvent { core, tenant, vaddr, addr, huge, walk_cycles: cycles });
+        // The core borrowed once for the rest (nothing above reads what it changes).
+        let c = &mut self.cores[core];
+        if let Some(node) = node {
+            c.leaf_hints.note(vaddr, node);
+        }
+        c.stats.walk_cycles += cycles - if poisoned { self.timing.poison_fault_cycles } else { 0 };
         // (A VM page mapped small in either dimension comes back from the nested walk
         // as a 4 KiB translation.)
         let tlb_entry = TlbEntry { base_pfn: entry >> 12, huge, dirty: entry & DIRTY != 0 && !clean, slot };
-        self.cores[core].tlb.fill(tenant, vaddr, tlb_entry);
+        c.tlb.fill(tenant, vaddr, tlb_entry);
         Some((tlb_entry, cycles, None))
     }
 
@@ -1021,6 +1030,23 @@ impl<R: Redirect> Machine<R> {
         c.stats.fault_cycles += self.timing.page_fault_cycles;
         obs.on_fault(&FaultEvent { core, tenant, addr: p.addr, page, huge: p.huge, kind: FaultKind::FirstTouch });
         Some(self.timing.page_fault_cycles)
+    }
+}
+
+/// How many leading entries of a walk of `addr` reading `len` entries the
+/// paging-structure caches `psc` let it skip (a hit at level k leaves levels k − 1 down
+/// to the leaf, which is always read), in a table of `levels` levels.
+#[inline]
+fn psc_skip(psc: &mut PagingStructureCaches, levels: u32, tenant: u16, guest: bool, addr: u64, len: usize) -> usize {
+    psc.lookup(tenant, guest, addr).map_or(0, |k| ((levels - k + 1) as usize).min(len - 1))
+}
+
+/// Fills `psc` with the non-leaf entries a walk of `addr` read: entries `from..` of
+/// `path` but the leaf, each pointing to the table that holds the path's next entry.
+#[inline]
+fn psc_fill_path(psc: &mut PagingStructureCaches, levels: u32, tenant: u16, guest: bool, addr: u64, from: usize, path: &WalkPath) {
+    for i in from..path.len - 1 {
+        psc.fill(tenant, guest, addr, levels - i as u32, path.addrs[i + 1] >> 12);
     }
 }
 

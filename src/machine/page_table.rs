@@ -10,7 +10,10 @@
 //! top level 2048.
 //!
 //! Nodes live in one `Vec<u64>` in chunks of 512 entries (4 KiB, one frame each), so
-//! a leaf costs 8 bytes of host memory per mapped base page.
+//! a leaf costs 8 bytes of host memory per mapped base page. A non-leaf entry holds
+//! the frame of the node it points to, as the hardware's does, beside that node's
+//! chunk in the store (see [`child`]): a walk finds the physical address of each
+//! entry it reads in the entry above, with no lookup of its own.
 //!
 //! # Page numbers
 //! Every huge-page-sized region of the address space gets a *region number* the first
@@ -43,6 +46,26 @@ pub const TRAP: u64 = 32;
 pub const COPYING: u64 = 64;
 const FLAG_MASK: u64 = (1 << 12) - 1;
 const CHUNK: usize = 512;
+
+/// A non-leaf entry keeps the frame of the node it points to where x86-64's does, in
+/// bits 12..43 (8 TiB of physical memory, the TLB's limit too), and the node's chunk
+/// in the store above it (bits 43..64, two million nodes).
+const CHILD_CHUNK_SHIFT: u32 = 43;
+const CHILD_ADDR_MASK: u64 = (1 << CHILD_CHUNK_SHIFT) - (1 << 12);
+
+/// The non-leaf entry pointing to the node in `chunk`, whose frame is `frame`.
+#[inline]
+fn pointer(chunk: usize, frame: u64) -> u64 {
+    assert!(chunk < 1 << (64 - CHILD_CHUNK_SHIFT) && frame < 1 << (CHILD_CHUNK_SHIFT - 12), "page-table node {chunk} in frame {frame:#x} beyond a pointer's reach");
+    (chunk as u64) << CHILD_CHUNK_SHIFT | frame << 12 | PRESENT
+}
+
+/// The first slot of the node a non-leaf entry `e` points to, and that node's
+/// physical address.
+#[inline(always)]
+fn child(e: u64) -> (usize, u64) {
+    ((e >> CHILD_CHUNK_SHIFT) as usize * CHUNK, e & CHILD_ADDR_MASK)
+}
 
 /// The physical addresses of the entries one walk read, top level first.
 #[derive(Clone, Copy, Debug, Default)]
@@ -90,6 +113,8 @@ pub struct PageTable {
     /// that a walk's index is a shift and a mask.
     level_index: [(u32, u64); MAX_LEVELS + 1],
     root_chunks: usize,
+    /// The table's layout, which its walks take as constants when it is x86-64's.
+    layout: Layout,
     /// Number of page-table frames in use (nodes × chunks).
     frames_in_use: u64,
     /// Per chunk: where its entries' region numbers start in `regions` when it is a
@@ -100,6 +125,16 @@ pub struct PageTable {
 }
 
 const NO_REGIONS: u32 = u32::MAX;
+
+/// The layout of a table: x86-64's with 2 MiB huge pages (every level indexes 9 bits
+/// from bit 12 + 9 × (level − 1), the root one chunk), with 4 or 5 levels, or another
+/// (huge pages of another size), whose walks load each level's shift and mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    X86Four,
+    X86Five,
+    Other,
+}
 
 /// Most levels a table has (the configuration allows 4 or 5).
 const MAX_LEVELS: usize = 5;
@@ -128,6 +163,11 @@ impl PageTable {
             va_bits,
             level_index: [(0, 0); MAX_LEVELS + 1],
             root_chunks: 0,
+            layout: match (levels, huge_shift) {
+                (4, 21) => Layout::X86Four,
+                (5, 21) => Layout::X86Five,
+                _ => Layout::Other,
+            },
             frames_in_use: 0,
             region_base: Vec::new(),
             regions: Vec::new(),
@@ -252,11 +292,11 @@ impl PageTable {
             if e & PRESENT == 0 || e & HUGE != 0 || l == 1 {
                 return None;
             }
-            let child = (e >> 12) as usize;
+            let (first, addr) = child(e);
             if l == level {
-                return Some(self.chunk_frame[child]);
+                return Some(addr >> 12);
             }
-            base = child * CHUNK;
+            base = first;
             l -= 1;
         }
     }
@@ -271,7 +311,7 @@ impl PageTable {
             if e & PRESENT == 0 {
                 return None;
             }
-            base = (e >> 12) as usize * CHUNK;
+            base = child(e).0;
             level -= 1;
         }
         Some(base)
@@ -305,38 +345,67 @@ impl PageTable {
     /// leaf if the page is mapped.
     #[inline]
     pub fn walk(&self, va: u64, path: Option<&mut WalkPath>) -> Option<Leaf> {
-        if self.levels == 4 {
-            self.walk_levels::<4>(va, path)
-        } else {
-            self.walk_levels::<5>(va, path)
+        self.walk_inline(va, path)
+    }
+
+    /// [`PageTable::walk`], always inlined (into the TLB miss).
+    #[inline(always)]
+    fn walk_inline(&self, va: u64, path: Option<&mut WalkPath>) -> Option<Leaf> {
+        match self.layout {
+            Layout::X86Four => self.walk_levels::<4, true>(va, path),
+            Layout::X86Five => self.walk_levels::<5, true>(va, path),
+            Layout::Other if self.levels == 4 => self.walk_levels::<4, false>(va, path),
+            Layout::Other => self.walk_levels::<5, false>(va, path),
         }
     }
 
     /// [`PageTable::walk`] of a table of `L` levels: the levels unrolled, each index a
-    /// shift and a mask prepared when the table was built.
+    /// shift and a mask, constants in x86-64's layout (`X86`), else prepared when the
+    /// table was built. The physical address of each entry read after the root's comes
+    /// from the entry above it.
     #[inline(always)]
-    fn walk_levels<const L: usize>(&self, va: u64, mut path: Option<&mut WalkPath>) -> Option<Leaf> {
+    fn walk_levels<const L: usize, const X86: bool>(&self, va: u64, mut path: Option<&mut WalkPath>) -> Option<Leaf> {
         let mut base = 0usize; // the root occupies the first chunks
+        let mut node = 0; // the physical address of the node read
         for read in 0..L {
             let level = L - read;
-            let (shift, mask) = self.level_index[level];
+            let (shift, mask) = if X86 { (12 + 9 * (level as u32 - 1), 511) } else { self.level_index[level] };
             let slot = base + ((va >> shift) & mask) as usize;
+            if read == 0 {
+                node = self.chunk_frame[slot / CHUNK] << 12;
+            }
             if let Some(p) = path.as_deref_mut() {
-                p.addrs[read] = self.entry_paddr(slot);
+                p.addrs[read] = node | ((slot % CHUNK) as u64) << 3;
             }
             let e = self.entries[slot];
             if e & PRESENT == 0 {
                 return None;
             }
             if level == 1 || e & HUGE != 0 {
+                // Huge leaves sit at level 2: the leaf says how many entries were read,
+                // so that the walk's exits share one path.
+                let huge = e & HUGE != 0;
                 if let Some(p) = path {
-                    p.len = read + 1;
+                    p.len = L - huge as usize;
                 }
-                return Some(Leaf { slot, huge: e & HUGE != 0 });
+                return Some(Leaf { slot, huge });
             }
-            base = (e >> 12) as usize * CHUNK;
+            (base, node) = child(e);
         }
         unreachable!("level 1 holds leaves only")
+    }
+
+    /// [`PageTable::walk`] as the MMU makes it on a TLB miss: records the physical
+    /// addresses of the entries read in `path` and sets the leaf's Accessed bit, and its
+    /// Dirty bit for a `write`. Returns the leaf, its entry after the update, and whether
+    /// the update set the Dirty bit; `None` if the page is not mapped.
+    #[inline(always)]
+    pub fn walk_marking(&mut self, va: u64, path: &mut WalkPath, write: bool) -> Option<(Leaf, u64, bool)> {
+        let leaf = self.walk_inline(va, Some(path))?;
+        let e = &mut self.entries[leaf.slot];
+        let newly_dirty = write && *e & DIRTY == 0;
+        *e |= ACCESSED | if write { DIRTY } else { 0 };
+        Some((leaf, *e, newly_dirty))
     }
 
     /// The host address of the node holding the entry at `slot` (a hint for host-side
@@ -361,14 +430,13 @@ impl PageTable {
             }
             let e = self.entries[slot];
             debug_assert!(e & HUGE == 0, "descending through a huge leaf");
-            let child = if e & PRESENT == 0 {
+            base = if e & PRESENT == 0 {
                 let c = self.new_chunk(level - 1, frames)?;
-                self.entries[slot] = (c as u64) << 12 | PRESENT;
-                c
+                self.entries[slot] = pointer(c, self.chunk_frame[c]);
+                c * CHUNK
             } else {
-                (e >> 12) as usize
+                child(e).0
             };
-            base = child * CHUNK;
             level -= 1;
         }
     }
@@ -412,7 +480,7 @@ impl PageTable {
         for i in 0..n {
             self.entries[chunk * CHUNK + i] = (base_pfn + i as u64) << 12 | flags;
         }
-        self.entries[slot] = (chunk as u64) << 12 | PRESENT;
+        self.entries[slot] = pointer(chunk, self.chunk_frame[chunk]);
         Some(chunk * CHUNK)
     }
 
@@ -421,7 +489,7 @@ impl PageTable {
     pub fn small_node(&self, va: u64) -> Option<(usize, usize)> {
         let slot = self.level2_node(va)? + self.index(va, 2);
         let e = self.entries[slot];
-        (e & PRESENT != 0 && e & HUGE == 0).then(|| (slot, (e >> 12) as usize * CHUNK))
+        (e & PRESENT != 0 && e & HUGE == 0).then(|| (slot, child(e).0))
     }
 
     /// Replaces the level-1 node under the region holding `va` by one huge leaf
@@ -480,7 +548,7 @@ impl PageTable {
                     return ControlFlow::Break(va + span);
                 }
             } else {
-                self.visit((e >> 12) as usize * CHUNK, level - 1, va, page, start, end, f)?;
+                self.visit(child(e).0, level - 1, va, page, start, end, f)?;
             }
         }
         ControlFlow::Continue(())
