@@ -207,10 +207,10 @@ impl TierFit {
 #[derive(Clone, Copy, Debug, Default)]
 struct TierMark {
     reads: u64,
-    writes: u64,
     row_hits: u64,
     row_misses: u64,
-    mechanism: u64,
+    /// Bus cycles of every access counted (`TierFit::bus`).
+    bus: f64,
     demand_reads: u64,
 }
 
@@ -297,7 +297,7 @@ impl CostModel {
                 let t = TierId(i as u8);
                 let s = tiers.get(t).stats();
                 let d = tiers.demand(t);
-                TierMark { reads: s.reads, writes: s.writes, row_hits: s.row_hits, row_misses: s.row_misses, mechanism: s.mechanism_reads + s.mechanism_writes, demand_reads: d.reads }
+                TierMark { reads: s.reads, row_hits: s.row_hits, row_misses: s.row_misses, bus: self.tiers[i].bus(&s), demand_reads: d.reads }
             })
             .collect();
     }
@@ -323,13 +323,11 @@ impl CostModel {
         for (i, (fit, mark)) in self.tiers.iter_mut().zip(&self.marks).enumerate() {
             let t = TierId(i as u8);
             let s = tiers.get(t).stats();
-            let (reads, w) = (s.reads - mark.reads, s.writes - mark.writes);
             let (hits, misses) = (s.row_hits - mark.row_hits, s.row_misses - mark.row_misses);
             if hits + misses >= MIN_SAMPLES {
                 fit.row_hits = hits as f64 / (hits + misses) as f64;
             }
-            let bus = reads as f64 * fit.burst + w as f64 * fit.write_burst + (s.mechanism_reads + s.mechanism_writes - mark.mechanism) as f64 * fit.burst;
-            fit.load = (bus / (cycles * fit.channels)).clamp(0.0, MAX_LOAD);
+            fit.load = ((fit.bus(&s) - mark.bus) / (cycles * fit.channels)).clamp(0.0, MAX_LOAD);
         }
         // The wait's scale, from a calibration beside other cores' traffic: what the
         // calibrating core's own accesses waited (their latency less the device's at
@@ -455,6 +453,25 @@ struct PerRef {
     stores: [f64; MAX_TIERS],
     /// References to each tier's pages.
     by_tier: [f64; MAX_TIERS],
+}
+
+impl PerRef {
+    /// Each tier's share of the write-backs: every miss evicts a line, and a tier's
+    /// share of the dirty ones is that of its misses weighted by the share of its
+    /// references that store (the lines leaving are those that missed).
+    fn writeback_shares(&self, tiers: usize) -> [f64; MAX_TIERS] {
+        let mut dirtied = [0.0; MAX_TIERS];
+        for (t, d) in dirtied.iter_mut().enumerate().take(tiers) {
+            if self.by_tier[t] > 0.0 {
+                *d = self.memory[t] * self.stores[t] / self.by_tier[t];
+            }
+        }
+        let all: f64 = dirtied.iter().sum();
+        if all > 0.0 {
+            dirtied.iter_mut().for_each(|d| *d /= all);
+        }
+        dirtied
+    }
 }
 
 /// Fractions carried from chunk to chunk, so that whole counts add up exactly.
@@ -1071,22 +1088,15 @@ impl Driver {
         }
         let base_slot = 11 + 2 * MAX_LEVELS;
         let tiers = self.load.len();
-        // Write-backs: every miss evicts a line, dirty with the calibrated share; a
-        // tier's share of them is that of its misses weighted by the share of its
-        // references that store (the lines leaving are those that missed).
+        // Write-backs: every miss evicts a line, dirty with the calibrated share,
+        // spread over the tiers by `PerRef::writeback_shares`.
         let misses: f64 = r.memory.iter().sum::<f64>() + r.walk[2];
-        let mut dirtied = [0.0; MAX_TIERS];
-        for (t, d) in dirtied.iter_mut().enumerate().take(tiers) {
-            if r.by_tier[t] > 0.0 {
-                *d = r.memory[t] * r.stores[t] / r.by_tier[t];
-            }
-        }
-        let dirtied_all: f64 = dirtied.iter().sum();
+        let shares = r.writeback_shares(tiers);
         for t in 0..tiers {
             let fit = c.cost.tiers[t];
             let slot = base_slot + 8 * t;
             let accesses = c.carry.take(slot, nf * r.memory[t]);
-            let share = if dirtied_all > 0.0 { dirtied[t] / dirtied_all } else { 0.0 };
+            let share = shares[t];
             let writebacks = c.carry.take(slot + 1, nf * misses * c.cost.writebacks_per_miss * share);
             let walks = c.carry.take(slot + 6, k.walk_memory_accesses as f64 * c.cost.walk_tiers[t]);
             let all = accesses + writebacks + walks;

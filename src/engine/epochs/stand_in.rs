@@ -27,7 +27,8 @@ use crate::machine::epochs::MAX_TIERS;
 use crate::machine::{Machine, Redirect, TierId};
 use crate::rng::Rng;
 
-/// Lines of a 4 KiB block, the rows' smallest size in the presets.
+/// Bytes of the block whose next line a row-hitting demand line takes: 4 KiB, the
+/// rows' smallest size in the presets.
 const BLOCK: u64 = 4096;
 
 /// A core's traffic as a calibration of another core meets it.
@@ -124,19 +125,12 @@ fn step<R: Redirect>(c: &mut CoreRun, rng: &mut Rng, machine: &mut Machine<R>, t
     s.last[t] = addr;
     let finish = machine.epochs_occupy(TierId(t as u8), addr, false, issue);
     // Write-backs (every line that misses evicts one, dirty with the calibrated
-    // share, spread over the tiers as the chunk spreads them) and walk lines.
+    // share, spread over the tiers as a chunk spreads them) and walk lines.
     let misses = lines + r.walk[2];
-    let mut dirtied = [0.0; MAX_TIERS];
-    for (u, d) in dirtied.iter_mut().enumerate().take(tiers) {
-        if r.by_tier[u] > 0.0 {
-            *d = r.memory[u] * r.stores[u] / r.by_tier[u];
-        }
-    }
-    let dirtied_all: f64 = dirtied.iter().sum();
+    let shares = r.writeback_shares(tiers);
     for u in 0..tiers {
-        let share = if dirtied_all > 0.0 { dirtied[u] / dirtied_all } else { 0.0 };
         let owed = &mut s.owed[u];
-        owed[0] += misses * c.cost.writebacks_per_miss * share / lines;
+        owed[0] += misses * c.cost.writebacks_per_miss * shares[u] / lines;
         owed[1] += r.walk[2] * c.cost.walk_tiers[u] / lines;
         while owed[0] >= 1.0 {
             owed[0] -= 1.0;
