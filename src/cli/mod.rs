@@ -10,6 +10,7 @@ pub mod interrupt;
 pub(crate) mod output;
 mod dask;
 mod record;
+mod suite;
 mod report;
 pub mod reproduce;
 pub mod sweep;

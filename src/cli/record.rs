@@ -31,8 +31,18 @@ pub struct RecordArgs {
     /// Instructions from the start of one --window to the start of the next.
     #[arg(long, value_name = "N")]
     pub period: Option<String>,
+    /// Record a program of the real-program suite with its inputs and load instead
+    /// of PROGRAM; `--suite list` lists them with what each needs installed
+    /// (docs/real-programs.md).
+    #[arg(long, value_name = "NAME", conflicts_with = "program")]
+    pub suite: Option<String>,
+    /// With --suite: `small` (seconds to a minute), `full` (1 GiB, 4 GiB for the
+    /// key-value stores and graphs) or the data the program holds in bytes, e.g.
+    /// 256MiB.
+    #[arg(long, value_name = "SIZE", requires = "suite")]
+    pub size: Option<String>,
     /// The program and its arguments (after `--`).
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROGRAM")]
+    #[arg(required_unless_present = "suite", trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROGRAM")]
     pub program: Vec<String>,
 }
 
@@ -54,6 +64,11 @@ fn count(flag: &str, text: &str) -> Result<u64> {
         .ok_or_else(|| anyhow!("--{flag}: `{text}` is not a count of instructions (digits with an optional k, M, G or T, e.g. 500M)"))
 }
 
+/// Work run beside a recording: it gets the recorder's process id once the
+/// recorder has started (none if it never starts), and its error wins over the
+/// recording's.
+pub(super) type Beside = Box<dyn FnOnce(std::sync::mpsc::Receiver<u32>) -> Result<()> + Send>;
+
 /// `tiersim record`.
 pub fn record(args: &RecordArgs) -> Result<()> {
     let via = match &args.via {
@@ -62,22 +77,38 @@ pub fn record(args: &RecordArgs) -> Result<()> {
     };
     let opt = |flag: &str, v: &Option<String>| v.as_deref().map(|t| count(flag, t)).transpose();
     let sampling = Sampling::new(opt("skip", &args.skip)?.unwrap_or(0), opt("limit", &args.limit)?, opt("window", &args.window)?, opt("period", &args.period)?)?;
+    if let Some(name) = &args.suite {
+        return super::suite::record(name, args.size.as_deref(), args.out.clone(), via, sampling);
+    }
     let out = args.out.clone().unwrap_or_else(|| {
         let base = Path::new(&args.program[0]).file_name().map_or("trace".into(), |n| n.to_string_lossy().to_string());
         PathBuf::from(format!("{base}.tsim"))
     });
-    let program = record::find_on_path(&args.program[0]).map(|p| p.to_string_lossy().to_string());
-    let output = OutputFile::create("--out", &out, &[program.as_deref().unwrap_or("-")], &[])?;
+    record_into(&args.program, &out, via, sampling, None)
+}
+
+/// Records `program` into `out` with `via` and `sampling`, with `beside` running
+/// alongside, and prints what was recorded.
+pub(super) fn record_into(program: &[String], out: &Path, via: Via, sampling: Sampling, beside: Option<Beside>) -> Result<()> {
+    let found = record::find_on_path(&program[0]).map(|p| p.to_string_lossy().to_string());
+    let output = OutputFile::create("--out", out, &[found.as_deref().unwrap_or("-")], &[])?;
     interrupt::install(false);
-    let done = match record::record(
+    let (started, pid) = std::sync::mpsc::channel();
+    let beside = beside.map(|work| std::thread::spawn(move || work(pid)));
+    let recorded = record::record(
         &Request {
             via,
-            program: args.program.clone(),
-            out: out.clone(),
+            program: program.to_vec(),
+            out: out.to_path_buf(),
             sampling,
+            started: beside.is_some().then_some(started),
         },
         output.handle()?,
-    ) {
+    );
+    if let Some(work) = beside {
+        work.join().map_err(|_| anyhow!("record: the work beside the recording panicked"))??;
+    }
+    let done = match recorded {
         Ok(done) => {
             output.commit()?;
             done
@@ -97,24 +128,32 @@ pub fn record(args: &RecordArgs) -> Result<()> {
     println!(
         "recorded {records} accesses{} from `{}` with {} in {secs:.2} s: {:.2} M accesses/s captured",
         if threads > 1 { format!(" of {threads} threads") } else { String::new() },
-        args.program.join(" "),
+        program.join(" "),
         done.meta.recorder,
         records as f64 / secs / 1e6
     );
     println!("wrote {} ({bytes} bytes, {:.3} bytes/access)", out.display(), bytes as f64 / records.max(1) as f64);
+    let ran = done.meta.threads.iter().map(|t| t.program_instructions).sum::<u64>();
+    if let (Some(limit), None) = (sampling.limit, done.meta.sampling.limit) {
+        let from = if sampling.skip > 0 { format!(" after --skip {}", sampling.skip) } else { String::new() };
+        println!(
+            "`{}` ended before --limit {limit}: the trace holds its whole run{from}, {} instructions recorded of {ran} run",
+            program[0],
+            done.meta.threads.iter().map(|t| t.instructions).sum::<u64>()
+        );
+    }
     if done.meta.is_sampled() {
         println!(
-            "sampled: {}; the trace keeps 1/{:.1} of the {} instructions the program ran until the recording ended",
-            sampling.describe(),
+            "sampled: {}; the trace keeps 1/{:.1} of the {ran} instructions the program ran until the recording ended",
+            done.meta.sampling.describe(),
             done.meta.scale(),
-            done.meta.threads.iter().map(|t| t.program_instructions).sum::<u64>()
         );
     }
     match done.status {
-        None => println!("stopped `{}` once every thread had passed --limit", args.program[0]),
+        None => println!("stopped `{}` once every thread had passed --limit", program[0]),
         Some(s) if !s.success() => {
             let code = s.code().map_or_else(|| s.to_string(), |c| format!("exit code {c}"));
-            eprintln!("tiersim: note: `{}` ended with {code}; the trace covers its whole run", args.program[0]);
+            eprintln!("tiersim: note: `{}` ended with {code}; the trace covers its whole run", program[0]);
         }
         Some(_) => {}
     }

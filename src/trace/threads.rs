@@ -52,6 +52,14 @@ pub(crate) fn only(source: Box<dyn Source>, name: &str, record_cores: bool, thre
 /// metadata of a recorded native trace, `[0]` for a trace whose records carry no
 /// core, otherwise from one pass over the records.
 pub fn threads(path: &str, opts: &OpenOptions) -> Result<Vec<u16>> {
+    let found = threads_of(path, opts)?;
+    if found.is_empty() {
+        bail!("{path}: holds no accesses, so there is nothing to replay (a recording whose --skip passed the program's end, or an empty trace)");
+    }
+    Ok(found)
+}
+
+fn threads_of(path: &str, opts: &OpenOptions) -> Result<Vec<u16>> {
     if path != "-" {
         if let Some(facts) = native::read_trailer(path)? {
             match (&facts.meta, facts.record_cores) {

@@ -76,6 +76,10 @@ pub struct Request {
     /// The native trace to write.
     pub out: PathBuf,
     pub sampling: Sampling,
+    /// Told the process id of the recorder (QEMU or valgrind) once it has started,
+    /// so that another thread can stop it (the suite's load driver does when it
+    /// fails against a recorded server).
+    pub started: Option<std::sync::mpsc::Sender<u32>>,
 }
 
 /// How a recording ended.
@@ -181,15 +185,42 @@ pub fn record(req: &Request, out: File) -> Result<Recorded> {
         let _ = sink.writer.abandon();
         return Err(anyhow!("record: `{}` ended ({status}) before making any access; the recorder's message, if any, is above", req.program.join(" ")));
     }
+    let threads = sink.windows.threads().to_vec();
+    if threads.iter().all(|t| t.records == 0) {
+        let _ = sink.writer.abandon();
+        return Err(nothing_kept(req, &threads));
+    }
+    // A program that ends before any thread reaches `--limit` was recorded to its
+    // end: the trace's metadata says so rather than claim the limit's span.
+    let mut sampling = req.sampling;
+    if end.status.is_some() && !(0..threads.len()).any(|c| sink.windows.finished(c)) {
+        sampling.limit = None;
+    }
     let version = version.join().unwrap_or_else(|_| tool.to_string());
     let recorder = match req.via {
         Via::Qemu => format!("{version} with tiersim's plugin"),
         Via::Lackey => format!("{version} lackey"),
     };
-    let meta = TraceMeta { recorder, program: req.program.clone(), sampling: req.sampling, threads: sink.windows.threads().to_vec() };
+    let meta = TraceMeta { recorder, program: req.program.clone(), sampling, threads };
     sink.writer.set_meta(meta.to_bytes());
     let written = sink.writer.finish().map_err(|e| sink_error(&req.out, e))?;
     Ok(Recorded { written, meta, status: end.status, seconds })
+}
+
+/// The error of a recording that kept no access: past the program's end with
+/// `--skip`, or a program that made none. It names the skip and the instructions
+/// the program's longest thread ran.
+fn nothing_kept(req: &Request, threads: &[super::meta::ThreadCounts]) -> anyhow::Error {
+    let ran = threads.iter().map(|t| t.program_instructions).max().unwrap_or(0);
+    let program = req.program.join(" ");
+    if req.sampling.skip > 0 {
+        anyhow!(
+            "record: --skip {} is past the end of `{program}`, which ran {ran} instructions (its longest thread); nothing recorded, no trace written: give a smaller --skip",
+            req.sampling.skip
+        )
+    } else {
+        anyhow!("record: `{program}` made no memory access in its windows ({ran} instructions run); nothing recorded, no trace written")
+    }
 }
 
 /// How a recorder's run ended.

@@ -182,6 +182,9 @@ pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
         });
     }
     let mut child = cmd.spawn().context("record: cannot start qemu-x86_64")?;
+    if let Some(started) = &req.started {
+        let _ = started.send(child.id());
+    }
     drop(cmd);
     let region = &rings.region;
     let mut threads: Vec<Option<Thread>> = (0..region.rings()).map(|_| None).collect();

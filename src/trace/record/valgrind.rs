@@ -101,6 +101,9 @@ pub(super) fn run(file: &Path, req: &Request, sink: &mut Sink) -> Result<End> {
         });
     }
     let mut child = cmd.spawn().context("record: cannot start valgrind")?;
+    if let Some(started) = &req.started {
+        let _ = started.send(child.id());
+    }
     drop(writer);
     drop(cmd);
     let mut source = LackeyReader::new(Box::new(reader), "valgrind lackey output".into(), false);
