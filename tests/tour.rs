@@ -156,6 +156,22 @@ fn expectations() -> Vec<(&'static str, &'static [&'static str], Check)> {
             assert!(r.stdout.contains("sampled: "), "{}", r.stdout);
             assert!(r.dir.join("app.tsim").is_file());
         }),
+        ("record --suite list", &[], |r| {
+            for p in ["redis", "memcached", "sqlite3", "xz", "zstd", "gcc", "dgemm", "lu", "cg", "bfs", "pagerank"] {
+                assert!(r.stdout.lines().any(|l| l.starts_with(&format!("{p} "))), "no row for {p}:\n{}", r.stdout);
+            }
+        }),
+        ("record --suite redis --size small", &[], |r| {
+            assert!(r.stdout.contains("redis at small (16MiB of data)") && r.stdout.contains("accesses of "), "{}", r.stdout);
+            assert!(r.dir.join("redis-small.tsim").is_file());
+        }),
+        ("--trace redis-small.tsim --policy tpp", &[], |r| {
+            // Each of redis's threads on a core (one for the stand-in trace where redis
+            // cannot be recorded).
+            let cores = r.report()["cores"].as_array().unwrap().clone();
+            assert!(!cores.is_empty() && cores.iter().all(|c| c["references"].as_u64().unwrap() > 0), "{}", r.stdout);
+            assert_eq!(r.report()["policy"], "tpp");
+        }),
         ("convert trace.champsim.xz trace.tsim", &[], |r| {
             assert!(r.stdout.starts_with("converted trace.champsim.xz (champsim) to trace.tsim: 500 accesses"), "{}", r.stdout);
         }),
@@ -383,13 +399,19 @@ fn shrink(words: &[String], extra: &[&str], json: &Path) -> Vec<String> {
 }
 
 /// Whether a tour `record` command can run here: sqlite3 (the program recorded,
-/// also as `./app`) and its recorder (QEMU, or valgrind for `--via lackey` and
+/// also as `./app`), or for `--suite redis` redis-server and Debian's Python (the
+/// suite's driver), and its recorder (QEMU, or valgrind for `--via lackey` and
 /// when QEMU is missing).
 fn can_record(args: &[String]) -> bool {
     let have = |tool: &str, arg: &str| Command::new(tool).arg(arg).output().is_ok();
     let valgrind = have("valgrind", "--version");
     let recorder = if args.iter().any(|a| a == "lackey") { valgrind } else { have("qemu-x86_64", "--version") || valgrind };
-    recorder && have("sqlite3", "-version")
+    let program = match args.iter().position(|a| a == "--suite").map(|i| args[i + 1].as_str()) {
+        Some("list") => true,
+        Some(_) => have("redis-server", "--version") && have("/usr/bin/python3", "--version"),
+        None => have("sqlite3", "-version"),
+    };
+    recorder && program
 }
 
 /// The files the tour's trace commands read, made in `dir`; when the recording of
@@ -421,6 +443,9 @@ fn prepare_inputs(dir: &Path) {
     }
     if !can_record(&[]) {
         std::fs::copy(data("true.tsim"), dir.join("sqlite.tsim")).unwrap();
+    }
+    if !can_record(&["--suite".into(), "redis".into()]) {
+        std::fs::copy(data("true.tsim"), dir.join("redis-small.tsim")).unwrap();
     }
 }
 
