@@ -139,3 +139,44 @@ fn bfs_and_pagerank_on_a_kronecker_graph() {
         run_driver(&["pagerank", &graph]);
     }
 }
+
+#[test]
+fn the_list_gives_every_program_its_sizes_and_packages() {
+    let o = tiersim(&["record", "--suite", "list"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<Vec<&str>> = text.lines().skip(1).filter(|l| !l.starts_with("record one:")).map(|l| l.split_whitespace().collect()).collect();
+    assert!(rows.len() >= 8, "{text}");
+    for row in &rows {
+        let (name, small, full) = (row[0], row[1], row[2]);
+        let bytes = |s: &str| tiersim::units::Size::parse(s).unwrap().bytes();
+        // The sizes: 1 GiB at full size, 4 GiB for key-value stores and graphs.
+        let least = if matches!(name, "redis" | "memcached" | "bfs" | "pagerank") { 4u64 << 30 } else { 1 << 30 };
+        assert!(bytes(small) < bytes(full) && bytes(full) >= least, "{name}: {small} {full}");
+        assert!(row.iter().any(|w| w.starts_with("python3")), "{name}: its packages: {row:?}");
+    }
+}
+
+#[test]
+fn unknown_programs_and_sizes_are_one_line_errors() {
+    let cases: [(&[&str], &str); 3] = [
+        (&["record", "--suite", "nosuch"], "tiersim: --suite: unknown program `nosuch` (known: redis, memcached, sqlite3, xz, zstd, gcc"),
+        (&["record", "--suite", "xz", "--size", "lots"], "tiersim: --size: `lots` is not a size"),
+        (&["record", "--suite", "xz", "--size", "0"], "tiersim: --size: must be more than 0 bytes"),
+    ];
+    for (args, want) in cases {
+        let o = tiersim(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with(want), "{args:?}: {err}");
+    }
+    // --size belongs to --suite, and --suite replaces a program: nothing is recorded.
+    let dir = Scratch::new("suite-args");
+    let out = dir.file("t.tsim");
+    let o = tiersim(&["record", "--size", "1MiB", "--out", &out, "--", "/bin/true"]);
+    assert_eq!(String::from_utf8_lossy(&o.stderr).trim(), "tiersim: --size: goes with --suite (the data of a suite program); a PROGRAM's size is its own");
+    let o = tiersim(&["record", "--suite", "xz", "--out", &out, "--", "/bin/true"]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("'--suite <NAME>' cannot be used with '[PROGRAM]...'"));
+    assert!(!std::path::Path::new(&out).exists());
+}

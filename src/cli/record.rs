@@ -80,6 +80,10 @@ pub fn record(args: &RecordArgs) -> Result<()> {
     if let Some(name) = &args.suite {
         return super::suite::record(name, args.size.as_deref(), args.out.clone(), via, sampling);
     }
+    // clap's `requires` is not enforced beside the trailing PROGRAM, so checked here.
+    if args.size.is_some() {
+        return Err(anyhow!("--size: goes with --suite (the data of a suite program); a PROGRAM's size is its own"));
+    }
     let out = args.out.clone().unwrap_or_else(|| {
         let base = Path::new(&args.program[0]).file_name().map_or("trace".into(), |n| n.to_string_lossy().to_string());
         PathBuf::from(format!("{base}.tsim"))

@@ -340,28 +340,3 @@ pub fn record(name: &str, size: Option<&str>, out: Option<PathBuf>, via: Via, sa
     println!("{name} at {label} ({} of data): inputs prepared in {prepared:.1} s; recording", Size(bytes));
     record_into(&program, &out, via, sampling, beside)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_program_has_sizes_and_packages() {
-        for p in PROGRAMS {
-            assert!(p.small < p.full, "{}", p.name);
-            // The sizes: 1 GiB at full size, 4 GiB for key-value stores and graphs.
-            let least = if matches!(p.name, "redis" | "memcached" | "bfs" | "pagerank") { 4 << 30 } else { 1 << 30 };
-            assert!(p.full >= least, "{}", p.name);
-            assert!(!p.needs.is_empty());
-        }
-        assert!(PROGRAMS.len() >= 8);
-    }
-
-    #[test]
-    fn unknown_programs_and_sizes_are_one_line_errors() {
-        let e = record("nosuch", None, None, Via::Lackey, Sampling::default()).unwrap_err().to_string();
-        assert!(e.starts_with("--suite: unknown program `nosuch` (known: redis, memcached"), "{e}");
-        let e = record("xz", Some("lots"), None, Via::Lackey, Sampling::default()).unwrap_err().to_string();
-        assert!(e.starts_with("--size: `lots` is not a size"), "{e}");
-    }
-}
