@@ -2,7 +2,7 @@
 # Makes docs/report-page.png, the README's picture of a report page: memos on the
 # demo's workload (a hot set that moves halfway, memos' periods scaled as the demo
 # scales them), drawn by `tiersim report` and photographed by headless Chromium.
-# Run it again after changing the report page (src/report/html.rs).
+# Run it again after changing the report page (src/report/html/).
 #
 #   docs/screenshot.sh [TIERSIM]    default target/release/tiersim, built if missing
 #

@@ -61,7 +61,7 @@ pub const RESERVED: &[&str] = &["sweep", "key", "seq", "status", "error", "optio
 
 /// The value shown on a `policy.<name>.…` axis for a run of another policy (the
 /// report, a layer below, defines it).
-pub use crate::report::html::NOT_APPLICABLE;
+pub(crate) use crate::report::html::NOT_APPLICABLE;
 
 /// One run of the grid.
 #[derive(Clone, Debug, PartialEq)]

@@ -43,9 +43,15 @@
 //!   DRAM stays at its bound, read-domain pages are not promoted.
 //! - **Sampling a share** (§7.4): above `full_scan_pages` tracked pages, each pass
 //!   samples a rotating `large_sample_share` of every tenant's address range.
+//!
+//! Where things live: this file holds the parameters, SysMon's record of each page
+//! and the end of its pass, the sampling job and the policy's hooks; `classify.rs`
+//! the paper's rules on plain counts (write domain, forecast, reuse class, the
+//! orders of the hotness list and of the victims); `placement.rs` a placement round,
+//! the colour of each destination frame, bandwidth balancing and bank rebalancing;
+//! `tests.rs` the unit tests.
 
 use super::{Policy, Requirements};
-use crate::machine::hypervisor::MoveHow;
 use crate::machine::placement::Placement;
 use crate::machine::{MachineInfo, Observer, PageRef, RefOutcome, ScanEvent, TierId};
 use crate::mechanism::{Job, JobDone, JobId, Mechanisms, Op, ScanMode, Scope, ThreadId, ThreadKind};
@@ -53,6 +59,13 @@ use crate::monitor::{Hierarchy, Pacer, Period};
 use crate::params;
 use crate::trace::Access;
 use serde_json::json;
+
+mod classify;
+mod placement;
+#[cfg(test)]
+mod tests;
+
+use classify::{forecast, is_write_domain, reuse, Forecast, Reuse};
 
 params! {
     /// Parameters of memos. Paper values where the paper gives one; the others are our
@@ -133,81 +146,6 @@ const BALANCE: u64 = 3;
 const REBALANCE: u64 = 4;
 /// Same-channel moves done per `Op::Run` step of the migration thread.
 const REBALANCE_CHUNK: usize = 16;
-
-/// A page's reuse class (§3.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reuse {
-    Rare,
-    Frequent,
-    Thrashing,
-}
-
-/// A page's predicted write state (§3.2, Fig. 4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Forecast {
-    /// Case 1: WD often in the window — will keep writing intensively.
-    WdFreqH,
-    /// Case 3: WD, less often.
-    WdFreqL,
-    /// Case 2: read-domain or cold.
-    UnWd,
-}
-
-/// §3.1 footnote 1: write-domain when `weight`·writes ≥ reads (and the page was
-/// written at all: a page with neither is cold).
-pub fn is_write_domain(reads: u32, writes: u32, weight: u32) -> bool {
-    writes > 0 && weight * writes >= reads
-}
-
-/// §3.2: the forecast from `history` (bit 0 the latest pass, 1 = WD) over the last
-/// `window` passes. Reverse: when the last `k_len` passes are all WD the page is
-/// predicted WD (at least Freq_L) whatever the window says, and when none of them is
-/// WD it is predicted Un_WD.
-pub fn forecast(history: u8, window: u32, k_len: u32, wd_low: u32, wd_high: u32) -> Forecast {
-    let window_mask = if window >= 8 { u8::MAX } else { (1u8 << window) - 1 };
-    let ones = (history & window_mask).count_ones();
-    let overall = if ones >= wd_high {
-        Forecast::WdFreqH
-    } else if ones >= wd_low {
-        Forecast::WdFreqL
-    } else {
-        Forecast::UnWd
-    };
-    if k_len == 0 {
-        return overall;
-    }
-    let k_mask = if k_len >= 8 { u8::MAX } else { (1u8 << k_len) - 1 };
-    match (history & k_mask, overall) {
-        (h, Forecast::UnWd) if h == k_mask => Forecast::WdFreqL,
-        (0, Forecast::WdFreqH | Forecast::WdFreqL) => Forecast::UnWd,
-        _ => overall,
-    }
-}
-
-/// §3.3: the reuse class of a page seen in `seen` of `samplings` samplings, with gaps
-/// between consecutive sightings from `min_gap` to `max_gap` samplings.
-pub fn reuse(seen: u32, samplings: u32, min_gap: u32, max_gap: u32, rare_share: f64, thrash_max_gap: u32) -> Reuse {
-    if seen as f64 <= rare_share * samplings as f64 {
-        Reuse::Rare
-    } else if seen >= 2 && max_gap <= thrash_max_gap && max_gap <= min_gap + 1 {
-        Reuse::Thrashing
-    } else {
-        Reuse::Frequent
-    }
-}
-
-/// Fig. 10 step 3: the hotness list's order — WD_Freq_H before WD_Freq_L before
-/// Un_WD, hotter first, then by address (deterministic).
-fn rank_hotness(hl: &mut [Candidate]) {
-    hl.sort_by_key(|c| (c.forecast, std::cmp::Reverse(c.heat), c.page.tenant, c.page.addr));
-}
-
-/// The order in which DRAM pages make room (§5.2 "cold pages are kept in NVM ... and
-/// reserve DRAM capacity for those hot and WD pages"): cold pages only, read-domain
-/// ones before WD_Freq_L ones (WD_Freq_H pages stay), colder first.
-fn rank_victims(victims: &mut [Candidate]) {
-    victims.sort_by_key(|c| (std::cmp::Reverse(c.forecast), c.heat, c.page.tenant, c.page.addr));
-}
 
 /// What SysMon keeps per page: 6 bytes (the paper's "page shadow array").
 #[derive(Clone, Copy, Debug, Default)]
@@ -338,47 +276,6 @@ impl Memos {
         self.cfg.samplings_per_pass
     }
 
-    /// The slabs a page of class `reuse` may use (§5.3 (1)).
-    fn slabs_for(&self, reuse: Reuse) -> Vec<usize> {
-        let (t, r) = (self.cfg.thrash_slab as usize, self.cfg.rare_slab as usize);
-        match reuse {
-            Reuse::Thrashing => vec![t],
-            Reuse::Rare => vec![r],
-            Reuse::Frequent => (0..self.hierarchy.slabs()).filter(|&s| s != t && s != r).collect(),
-        }
-    }
-
-    /// Algorithm 2 for one page: the colour of its destination frame in `tier`, and a
-    /// frame number of that colour (for the tables), or `None` if `tier` is full.
-    fn destination(&mut self, mech: &Mechanisms, tier: TierId, reuse: Reuse, bank: Option<usize>) -> Option<(crate::machine::Colour, u64)> {
-        let h = &self.hierarchy;
-        let slabs = h.slabs();
-        let planned = &self.planned[tier.index()];
-        // Frames of the colour free now, less those this round already took, plus
-        // those its demotions will free.
-        let free = |b: usize, s: usize| h.colour(tier, Some(b), Some(s)).is_some_and(|c| mech.free_frames_coloured(tier, c) as i64 > planned[b * slabs + s]);
-        let allowed = self.slabs_for(reuse);
-        let pick = match bank {
-            None => h.choose(tier, &allowed, free).or_else(|| h.choose(tier, &(0..slabs).collect::<Vec<_>>(), free)),
-            Some(b) => allowed.iter().copied().filter(|&s| free(b, s)).min_by_key(|&s| (h.slab_freq()[s], s)).map(|s| (b, s)),
-        }?;
-        self.planned[tier.index()][pick.0 * slabs + pick.1] += 1;
-        let colour = self.hierarchy.colour(tier, Some(pick.0), Some(pick.1)).expect("a pair with a free frame exists");
-        Some((colour, colour.value))
-    }
-
-    /// The tier-local frame number of frame `pfn` of `tier`.
-    fn local(&self, tier: TierId, pfn: u64) -> u64 {
-        pfn - self.bases[tier.index()]
-    }
-
-    /// A page leaving tier-local frame `frame` of `tier` this round: its colour will
-    /// have one more free frame.
-    fn leaving(&mut self, tier: TierId, frame: u64) {
-        let i = self.hierarchy.bank_of(tier, frame) * self.hierarchy.slabs() + self.hierarchy.slab_of(frame);
-        self.planned[tier.index()][i] -= 1;
-    }
-
     /// The end of one page's pass: classify, update history and tables, and consider
     /// the page for a move if the pass ends a round.
     fn finish_page(&mut self, p: &crate::machine::PageInfo) {
@@ -452,162 +349,11 @@ impl Memos {
         self.planned.iter_mut().for_each(|p| p.fill(0));
     }
 
-    /// One bandwidth-balancing step: the hottest read-domain DRAM pages, then
-    /// write-domain ones, to NVM.
-    fn balance(&mut self, mech: &mut Mechanisms) {
-        let mut pages: Vec<Candidate> = self.in_fast.iter().filter(|c| c.hot).copied().collect();
-        pages.sort_by_key(|c| (c.wd_now, std::cmp::Reverse(c.heat)));
-        pages.truncate(self.cfg.balance_step_pages as usize);
-        let moves = self.plan_moves(mech, &pages, TierId::SLOW);
-        if moves.is_empty() {
-            return;
-        }
-        self.stats.balance_steps += 1;
-        self.stats.balanced_pages += moves.len() as u64;
-        self.submit_demotions(mech, moves, BALANCE);
-    }
-
-    /// Destinations in `to` for `pages`, in order, as long as `to` has room.
-    fn plan_moves(&mut self, mech: &Mechanisms, pages: &[Candidate], to: TierId) -> Vec<(PageRef, TierId, crate::machine::Colour)> {
-        let mut out = Vec::with_capacity(pages.len());
-        let mut room = mech.free_frames(to);
-        for c in pages {
-            if room == 0 {
-                break;
-            }
-            let Some((colour, frame)) = self.destination(mech, to, c.reuse, None) else { break };
-            let from_local = self.local(c.tier, c.pfn);
-            self.leaving(c.tier, from_local);
-            self.hierarchy.moved((c.tier, from_local), (to, frame), c.heat as u64, c.hot);
-            out.push((c.page, to, colour));
-            room -= 1;
-        }
-        out
-    }
-
-    fn submit_demotions(&mut self, mech: &mut Mechanisms, moves: Vec<(PageRef, TierId, crate::machine::Colour)>, tag: u64) {
-        let pages = moves.iter().map(|m| m.0).collect();
-        let mut job = Job::new(tag);
-        let thread = if self.cfg.dma_demotions {
-            let batch = mech.plan_dma_batch(moves);
-            job.push(Op::MoveBatch { batch });
-            ENGINE
-        } else {
-            for (page, to, colour) in moves {
-                job.push(Op::MoveAs { page, to, how: MoveHow::Linux, colour });
-            }
-            MIGRATOR
-        };
-        if let Ok(id) = mech.submit(thread, job) {
-            self.demoting.push((id, pages));
-        }
-    }
-
-    /// A placement round (Fig. 10 steps 3–4).
-    fn round(&mut self, mech: &mut Mechanisms) {
-        // Lazy (§6.3): a round whose predecessor's moves are still running waits for
-        // the next one, so that no page is planned twice.
-        let busy = |t| !mech.thread(t).is_ok_and(|s| s.idle);
-        if busy(MIGRATOR) || busy(ENGINE) || !self.pending_promotions.is_empty() {
-            self.stats.rounds_skipped += 1;
-            return;
-        }
-        self.stats.rounds += 1;
-        // The hotness list: WD_Freq_H, then WD_Freq_L, then hot read-domain pages
-        // (not while DRAM is at its bandwidth bound); hotter first.
-        let mut hl: Vec<Candidate> = std::mem::take(&mut self.want_fast);
-        if self.dram_at_bound {
-            hl.retain(|c| c.forecast != Forecast::UnWd);
-        }
-        rank_hotness(&mut hl);
-        // Room: free DRAM frames, then cold DRAM pages (`rank_victims`).
-        let free = mech.free_frames(TierId::FAST) as usize;
-        let need = hl.len().saturating_sub(free);
-        let mut victims: Vec<Candidate> = self.in_fast.iter().filter(|c| !c.hot && c.forecast != Forecast::WdFreqH).copied().collect();
-        rank_victims(&mut victims);
-        victims.truncate(need);
-        let demotions = self.plan_moves(mech, &victims, TierId::SLOW);
-        // Promotions are coloured now, against the tables as the demotions leave them;
-        // they run once the demotions have made room.
-        let mut promotions = Vec::with_capacity(hl.len());
-        for c in hl.iter().take(free + demotions.len()) {
-            let Some((colour, frame)) = self.destination(mech, TierId::FAST, c.reuse, None) else { break };
-            let from_local = self.local(c.tier, c.pfn);
-            self.leaving(c.tier, from_local);
-            self.hierarchy.moved((c.tier, from_local), (TierId::FAST, frame), c.heat as u64, c.hot);
-            promotions.push((c.page, colour));
-        }
-        // The hot NVM pages that stay, and the hot DRAM pages (victims are cold), may
-        // move between banks of their channel.
-        let staying = [hl.split_off(promotions.len()), self.in_fast.iter().filter(|c| c.hot).copied().collect()];
-        self.pending_promotions = promotions;
-        if demotions.is_empty() {
-            self.submit_promotions(mech);
-        } else {
-            self.submit_demotions(mech, demotions, DEMOTE);
-        }
-        if self.cfg.rebalance_banks {
-            self.plan_rebalance(mech, staying);
-        }
-    }
-
     /// Counts a refused move by the kind of refusal (the error's variant).
     fn refused(&mut self, what: &str, e: &crate::machine::MechError) {
         let name = format!("{e:?}");
         let kind = format!("{what}: {}", name.split([' ', '{', '(']).next().unwrap_or_default());
         *self.refusals.entry(kind).or_default() += 1;
-    }
-
-    fn submit_promotions(&mut self, mech: &mut Mechanisms) {
-        let promotions = std::mem::take(&mut self.pending_promotions);
-        if promotions.is_empty() {
-            return;
-        }
-        let mut job = Job::new(PROMOTE);
-        for (page, colour) in promotions {
-            job.push(Op::MoveAs { page, to: TierId::FAST, how: MoveHow::Linux, colour });
-        }
-        let _ = mech.submit(MIGRATOR, job);
-    }
-
-    /// §7.2: in each channel, hot pages of banks holding more than their share of
-    /// active pages go to the least active banks.
-    fn plan_rebalance(&mut self, mech: &mut Mechanisms, staying: [Vec<Candidate>; 2]) {
-        for mut hot in staying {
-            let Some(tier) = hot.first().map(|c| c.tier) else { continue };
-            hot.retain(|c| c.hot && c.tier == tier);
-            let mut count = self.hierarchy.bank_active(tier).to_vec();
-            let mean = count.iter().sum::<u64>() as f64 / count.len() as f64;
-            let over = mean * (1.0 + self.cfg.rebalance_slack);
-            hot.sort_by_key(|c| (std::cmp::Reverse(c.heat), c.page.tenant, c.page.addr));
-            let mut moved = 0;
-            for c in hot {
-                if moved >= self.cfg.rebalance_max_pages {
-                    break;
-                }
-                let local = self.local(tier, c.pfn);
-                let from = self.hierarchy.bank_of(tier, local);
-                if (count[from] as f64) <= over {
-                    continue;
-                }
-                let Some(to) = (0..count.len()).min_by_key(|&b| (count[b], b)) else { break };
-                if count[to] as f64 + 1.0 > mean {
-                    break;
-                }
-                let Some((colour, frame)) = self.destination(mech, tier, c.reuse, Some(to)) else { continue };
-                self.leaving(tier, local);
-                self.hierarchy.moved((tier, local), (tier, frame), c.heat as u64, true);
-                count[from] -= 1;
-                count[to] += 1;
-                self.rebalance_queue.push((c.page, tier, colour));
-                moved += 1;
-            }
-        }
-        if !self.rebalance_queue.is_empty() {
-            let mut job = Job::new(REBALANCE);
-            job.push(Op::Run);
-            let _ = mech.submit(MIGRATOR, job);
-        }
     }
 
     /// The sampling job: one clearing scan of every page, or of this pass's share of
@@ -831,98 +577,5 @@ impl Policy for Memos {
             out.insert("note".into(), json!(note));
         }
         out.insert("pacing".into(), json!(pacing));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A Dirty bit found without Accessed still counts the page as seen, so the
-    /// reads `seen − dirty` never wrap: 3 looks with Dirty alone and 2 with Accessed
-    /// alone are 5 sightings, 3 writes, 2 reads; 300 looks with Dirty saturate both
-    /// counts at 255 and leave 0 reads.
-    #[test]
-    fn writes_never_exceed_sightings() {
-        let mut st = PageState::default();
-        for _ in 0..3 {
-            assert!(st.count(false, true));
-        }
-        for _ in 0..2 {
-            assert!(st.count(true, false));
-        }
-        assert!(!st.count(false, false));
-        assert_eq!((st.seen, st.reads_writes()), (5, (2, 3)));
-        let mut st = PageState::default();
-        for _ in 0..300 {
-            st.count(false, true);
-        }
-        assert_eq!((st.seen, st.reads_writes()), (255, (0, 255)));
-    }
-
-    #[test]
-    fn write_domain_weighs_writes_twice() {
-        // §3.1 footnote 1: WD iff 2·writes ≥ reads.
-        assert!(is_write_domain(10, 5, 2), "2·5 = 10 ≥ 10");
-        assert!(!is_write_domain(11, 5, 2), "10 < 11: read-domain");
-        assert!(is_write_domain(0, 1, 2));
-        assert!(!is_write_domain(0, 0, 2), "not accessed: cold, not WD");
-        assert!(!is_write_domain(3, 0, 2), "only read");
-    }
-
-    #[test]
-    fn the_four_cases_of_fig_4() {
-        // Window 8, K_Len 3, WD_Freq_L from 4 WD passes, WD_Freq_H from 6; bit 0 is the
-        // latest pass.
-        let f = |h: u8| forecast(h, 8, 3, 4, 6);
-        // Case 1: WD intensive.
-        assert_eq!(f(0b1111_1111), Forecast::WdFreqH);
-        assert_eq!(f(0b1101_1011), Forecast::WdFreqH, "6 of 8, latest three 011: no Reverse");
-        // Case 2: no WD (read-domain or cold).
-        assert_eq!(f(0), Forecast::UnWd);
-        assert_eq!(f(0b0100_0010), Forecast::UnWd, "2 of 8");
-        // Case 3: WD, less intensive.
-        assert_eq!(f(0b0101_0101), Forecast::WdFreqL, "4 of 8, latest three 101");
-        // Case 4, Reverse: the latest three all WD turn an Un_WD window into WD ...
-        assert_eq!(f(0b0000_0111), Forecast::WdFreqL);
-        // ... and the latest three all not WD turn a WD window into Un_WD.
-        assert_eq!(f(0b1111_1000), Forecast::UnWd);
-        // History older than the window is ignored.
-        assert_eq!(forecast(0b1111_0000, 4, 3, 2, 3), Forecast::UnWd);
-        // K_Len 0: no Reverse.
-        assert_eq!(forecast(0b1111_1000, 8, 0, 4, 6), Forecast::WdFreqL);
-    }
-
-    #[test]
-    fn reuse_classes() {
-        // 100 samplings; rarely touched up to 10 sightings; thrashing if gaps ≤ 2 and stable.
-        let r = |seen, min, max| reuse(seen, 100, min, max, 0.1, 2);
-        assert_eq!(r(10, 3, 20), Reuse::Rare);
-        assert_eq!(r(100, 1, 1), Reuse::Thrashing, "seen at every sampling");
-        assert_eq!(r(50, 2, 2), Reuse::Thrashing, "every other sampling");
-        assert_eq!(r(50, 1, 5), Reuse::Frequent, "unstable");
-        assert_eq!(r(34, 3, 3), Reuse::Frequent, "stable but larger than 2");
-        assert_eq!(reuse(100, 100, 1, 1, 0.1, 0), Reuse::Frequent, "thrash_max_gap 0: none");
-    }
-
-    #[test]
-    fn the_hotness_list_puts_wd_freq_h_first_then_hotter_and_cold_read_pages_leave_first() {
-        let c = |addr, forecast, heat| Candidate {
-            page: PageRef::new(0, addr),
-            pfn: 0,
-            tier: TierId::SLOW,
-            heat,
-            reuse: Reuse::Frequent,
-            forecast,
-            wd_now: false,
-            hot: true,
-        };
-        let mut hl = vec![c(0, Forecast::UnWd, 99), c(1, Forecast::WdFreqL, 80), c(2, Forecast::WdFreqH, 10), c(3, Forecast::WdFreqL, 90), c(4, Forecast::WdFreqH, 60)];
-        rank_hotness(&mut hl);
-        assert_eq!(hl.iter().map(|c| c.page.addr).collect::<Vec<_>>(), [4, 2, 3, 1, 0]);
-        // Room is made by read-domain pages first, then WD_Freq_L ones, colder first.
-        let mut victims = vec![c(0, Forecast::WdFreqL, 1), c(1, Forecast::UnWd, 9), c(2, Forecast::UnWd, 3), c(3, Forecast::WdFreqL, 0)];
-        rank_victims(&mut victims);
-        assert_eq!(victims.iter().map(|c| c.page.addr).collect::<Vec<_>>(), [2, 1, 3, 0]);
     }
 }

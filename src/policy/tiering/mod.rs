@@ -48,16 +48,28 @@
 //! watermark (`WMARK_DEMOTE`, `demote_scale_factor` / 10000 of the node, at least
 //! twice the high watermark; patch 3/5 checks it after every allocation and on every
 //! scheduler tick) and reclaims up to it, so demotion runs ahead of allocation.
+//!
+//! Where things live: this file holds the parameters, the kernel state both policies
+//! share (scanning, hinting faults, the LRU lists, kswapd) and the two policies;
+//! `rules.rs` the kernel's rules on plain numbers (the hot threshold's adjustment,
+//! the promotion rate limit, `inactive_is_low`, the fast node's watermarks), with
+//! their unit tests; `tests.rs` the tests of the two policies on a small machine.
 
 use super::numa::Scanner;
 use super::{FastReserve, Policy, PolicyReport, Requirements};
 use crate::machine::{FaultEvent, FaultKind, MachineInfo, Observer, PageRef, RefOutcome, TierId};
 use crate::mechanism::{Job, JobDone, Mechanisms, Op, ThreadId, ThreadKind};
-use crate::monitor::{LruLists, Place, Verdict, Watermarks, Which};
+use crate::monitor::{LruLists, Place, Verdict, Which};
 use crate::params;
 use crate::trace::Access;
 use serde::Serialize;
 use serde_json::json;
+
+mod rules;
+#[cfg(test)]
+mod tests;
+
+use rules::{inactive_is_low, CandidateLimit, FastMarks, HotThreshold};
 
 params! {
     /// Parameters of NUMA balancing's memory-tiering mode (Linux 6.x sysctls, named
@@ -107,122 +119,9 @@ params! {
 
 /// `SWAP_CLUSTER_MAX`: pages reclaim isolates at a time.
 const SWAP_CLUSTER_MAX: u64 = 32;
-/// `NUMA_MIGRATION_ADJUST_STEPS`: the threshold moves by 2/16 of the default.
-const ADJUST_STEPS: u64 = 16;
 /// Scheduler tick (`HZ` = 250) at which TPP checks the fast node's balance.
 const TICK_MS: f64 = 4.0;
 const KSWAPD: ThreadId = ThreadId(0);
-
-/// The hot threshold of `numa_promotion_adjust_threshold`, with its window of
-/// promotion candidates. Times are in any one unit (the policy uses cycles; the
-/// kernel, ms), `second` being one second in it.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct HotThreshold {
-    /// The adjusted threshold (0: the default is in force).
-    pub threshold: u64,
-    /// Start of the current adjustment window.
-    start: u64,
-    /// Candidates counted before the window began.
-    candidates_at_start: u64,
-    pub adjustments: u64,
-}
-
-impl HotThreshold {
-    /// The threshold in force, given the default.
-    pub fn current(&self, default: u64) -> u64 {
-        if self.threshold == 0 {
-            default
-        } else {
-            self.threshold
-        }
-    }
-
-    /// `numa_promotion_adjust_threshold` at `now`, once per `period`: with
-    /// `candidates` counted so far and a rate limit of `limit_pages` per `second`,
-    /// the window expects `limit_pages × period / second` candidates; more than 11/10
-    /// of that lowers the threshold by one step (2/16 of the default, not below one
-    /// step), fewer than 9/10 raises it (not above twice the default).
-    pub fn adjust(&mut self, now: u64, period: u64, second: u64, candidates: u64, limit_pages: u64, default: u64) {
-        if now.saturating_sub(self.start) <= period {
-            return;
-        }
-        self.start = now;
-        let expected = (limit_pages as u128 * period as u128 / second.max(1) as u128) as u64;
-        let seen = candidates - self.candidates_at_start;
-        let unit = (default * 2 / ADJUST_STEPS).max(1);
-        let mut th = self.current(default);
-        if seen > expected.saturating_mul(11) / 10 {
-            th = th.saturating_sub(unit).max(unit);
-        } else if seen < expected.saturating_mul(9) / 10 {
-            th = (th + unit).min(default * 2);
-        }
-        self.candidates_at_start = candidates;
-        self.threshold = th;
-        self.adjustments += 1;
-    }
-}
-
-/// `numa_promotion_rate_limit`: promotion candidates counted in windows of one
-/// second; once a window has seen `limit` pages, the rest of it promotes none.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct CandidateLimit {
-    /// Candidates counted over the run (`PGPROMOTE_CANDIDATE`).
-    pub candidates: u64,
-    start: u64,
-    at_start: u64,
-}
-
-impl CandidateLimit {
-    /// Counts `pages` candidates at `now`; true if the window's limit is reached (the
-    /// page is not promoted). A window lasts `second`.
-    pub fn limited(&mut self, now: u64, second: u64, pages: u64, limit: u64) -> bool {
-        self.candidates += pages;
-        if now.saturating_sub(self.start) > second {
-            self.start = now;
-            self.at_start = self.candidates;
-        }
-        self.candidates - self.at_start >= limit
-    }
-}
-
-/// `inactive_is_low` for anonymous pages: the inactive list is low when
-/// `inactive × ratio < active`, the ratio being √(10 × the lists' size in GiB)
-/// (1 under 1 GiB).
-pub fn inactive_is_low(inactive: u64, active: u64) -> bool {
-    let gib = (inactive + active) >> 18;
-    let ratio = if gib == 0 { 1 } else { ((10 * gib) as f64).sqrt() as u64 };
-    inactive * ratio < active
-}
-
-/// The fast node's watermarks as the two policies use them, in free frames.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct FastMarks {
-    /// A promotion needs `high` frames free after it (`migrate_balanced_pgdat`).
-    pub high: u64,
-    /// kswapd reclaims until this many frames are free; TPP also wakes it below.
-    pub target: u64,
-    /// `pgdat_free_space_enough`: above this, every hot-looking page is promoted
-    /// (tiering mode only; `u64::MAX` for TPP).
-    pub plenty: u64,
-}
-
-impl FastMarks {
-    /// Tiering mode's: kswapd balances the node to `WMARK_PROMO` = high + the
-    /// watermark distance (mm/page_alloc.c `__setup_per_zone_wmarks`).
-    pub fn tiering(capacity: u64, scale_factor: u64) -> FastMarks {
-        let w = Watermarks::linux(capacity, Watermarks::linux_min(capacity), scale_factor);
-        let promo = w.high + (w.high - w.low);
-        FastMarks { high: w.high, target: promo, plenty: promo + (1u64 << 18).max(capacity >> 4) }
-    }
-
-    /// TPP's: `WMARK_DEMOTE` = `demote_scale_factor` / 10000 of the node, at least
-    /// twice the high watermark and at most the node.
-    pub fn tpp(capacity: u64, scale_factor: u64, demote_scale_factor: u64) -> FastMarks {
-        let w = Watermarks::linux(capacity, Watermarks::linux_min(capacity), scale_factor);
-        let demote = (capacity * demote_scale_factor / 10_000).max(2 * w.high).min(capacity);
-        FastMarks { high: w.high, target: demote, plenty: u64::MAX }
-    }
-}
 
 #[derive(Clone, Debug, Default, Serialize)]
 struct Totals {
@@ -653,189 +552,5 @@ impl Policy for Tpp {
 
     fn report(&self, out: &mut PolicyReport) {
         self.0.report(out);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::machine::{Machine, MachineConfig, TenantKind};
-    use crate::mechanism::Runtime;
-    use crate::units::Capacity;
-
-    const BASE: u64 = 0x7f00_0000_0000;
-
-    /// One core, a 4 MiB fast tier (1024 frames), a 16 MiB slow tier, 4 KiB pages.
-    fn small_machine() -> (Machine, Runtime) {
-        let mut cfg = MachineConfig { cores: 1, ..MachineConfig::default() };
-        cfg.page_table.thp = false;
-        cfg.tiers.fast.capacity = Capacity::Bytes(4 << 20);
-        cfg.tiers.slow.capacity = Capacity::Bytes(16 << 20);
-        let m = crate::mechanism::tests::build(&cfg, &[TenantKind::Process], false);
-        (m, Runtime::new(&[ThreadKind::Kernel], 1))
-    }
-
-    /// Touches page `i` through the policy's hooks, as the engine does.
-    fn touch<P: Policy>(p: &mut P, m: &mut Machine, rt: &mut Runtime, i: u64) {
-        let a = Access::read(BASE + (i << 12), 8, 0);
-        let out = m.access(0, &a, p);
-        p.on_reference(&a, &out, &mut Mechanisms::on_core(m, rt, 0));
-    }
-
-    /// Runs kswapd's jobs until it sleeps.
-    fn run_kswapd<P: Policy>(p: &mut P, m: &mut Machine, rt: &mut Runtime) {
-        while rt.threads.next_busy().is_some() {
-            if let Some(done) = rt.threads.step(m, &mut rt.limits, 0, p) {
-                p.on_job_done(&done, &mut Mechanisms::on_thread(m, rt, KSWAPD));
-            }
-        }
-    }
-
-    fn tier(m: &mut Machine, rt: &mut Runtime, i: u64) -> TierId {
-        Mechanisms::on_core(m, rt, 0).page(PageRef::new(0, BASE + (i << 12))).unwrap().tier
-    }
-
-    #[test]
-    fn tpp_demotes_the_inactive_tail_once_free_frames_fall_under_the_demotion_watermark() {
-        let (mut m, mut rt) = small_machine();
-        let mut p = Tpp::new(TppConfig::default(), m.info()).unwrap();
-        // 1024 frames (4 MiB): min_free_kbytes = √(16 × 4096) = 256 KiB, 64 frames;
-        // distance max(64 / 4, 1) = 16, high 96; WMARK_DEMOTE = max(1024 × 2 %,
-        // 2 × 96) = 192 frames.
-        assert_eq!(p.0.marks.target, 192);
-        // Touch pages until the fast tier is under the watermark (the next tick sees
-        // it and wakes kswapd).
-        let mut n = 0;
-        while Mechanisms::on_core(&mut m, &mut rt, 0).free_frames(TierId::FAST) >= 192 {
-            touch(&mut p, &mut m, &mut rt, n);
-            n += 1;
-        }
-        let free = Mechanisms::on_core(&mut m, &mut rt, 0).free_frames(TierId::FAST);
-        Mechanisms::on_core(&mut m, &mut rt, 0).compute(p.0.tick);
-        touch(&mut p, &mut m, &mut rt, n);
-        assert_eq!(p.0.totals.kswapd_wakeups, 1);
-        run_kswapd(&mut p, &mut m, &mut rt);
-        // Every page was accessed once, at its first touch, and its translation stays
-        // in the TLB: the first trip finds each young and keeps it; the second finds
-        // it idle and demotes it, oldest first, until 192 frames are free. (The page
-        // touched after the check took one more frame.)
-        let demoted = 192 - (free - 1);
-        assert_eq!(p.0.totals.demoted, demoted);
-        assert_eq!(Mechanisms::on_core(&mut m, &mut rt, 0).free_frames(TierId::FAST), 192);
-        for i in 0..=n {
-            let want = if i < demoted { TierId::SLOW } else { TierId::FAST };
-            assert_eq!(tier(&mut m, &mut rt, i), want, "page {i}");
-        }
-        assert!(!p.0.kswapd_running, "kswapd sleeps at the watermark");
-    }
-
-    #[test]
-    fn tpp_promotes_a_slow_page_only_from_the_active_list() {
-        let (mut m, mut rt) = small_machine();
-        let mut p = Tpp::new(TppConfig::default(), m.info()).unwrap();
-        touch(&mut p, &mut m, &mut rt, 0);
-        let page = PageRef::new(0, BASE);
-        Mechanisms::on_core(&mut m, &mut rt, 0).migrate(page, TierId::SLOW).unwrap();
-        p.0.moved(0, TierId::SLOW);
-        // Fault 1: inactive, not marked yet → marked accessed; fault 2: marked →
-        // activated; neither promotes. Fault 3: active → promoted.
-        for (fault, want) in [(1, TierId::SLOW), (2, TierId::SLOW), (3, TierId::FAST)] {
-            p.0.handle(0, page, &mut Mechanisms::on_core(&mut m, &mut rt, 0));
-            assert_eq!(tier(&mut m, &mut rt, 0), want, "after fault {fault}");
-        }
-        assert_eq!((p.0.totals.inactive, p.0.totals.promoted), (2, 1));
-        assert_eq!(p.0.lists[0].place(0), Place::On(Which::Active), "promoted onto the fast node's active list");
-    }
-
-    #[test]
-    fn linux_tiering_promotes_a_page_faulting_within_the_hot_threshold() {
-        let (mut m, mut rt) = small_machine();
-        let mut p = LinuxTiering::new(LinuxTieringConfig::default(), m.info()).unwrap();
-        let ms = p.0.cycles_per_ms as u64;
-        for i in 0..2 {
-            touch(&mut p, &mut m, &mut rt, i);
-            let page = PageRef::new(0, BASE + (i << 12));
-            Mechanisms::on_core(&mut m, &mut rt, 0).migrate(page, TierId::SLOW).unwrap();
-            p.0.moved(i, TierId::SLOW);
-        }
-        // A 4 MiB node never has plenty of room (1 GiB more than WMARK_PROMO): the
-        // latency decides. Page 0 was marked 500 ms before its fault, page 1 1500 ms.
-        let now = Mechanisms::on_core(&mut m, &mut rt, 0).now();
-        Mechanisms::on_core(&mut m, &mut rt, 0).compute(2000 * ms);
-        p.0.marked_at[0] = now + 1500 * ms;
-        p.0.marked_at[1] = now + 500 * ms;
-        for i in 0..2 {
-            p.0.handle(i, PageRef::new(0, BASE + (i << 12)), &mut Mechanisms::on_core(&mut m, &mut rt, 0));
-        }
-        assert_eq!(tier(&mut m, &mut rt, 0), TierId::FAST);
-        assert_eq!(tier(&mut m, &mut rt, 1), TierId::SLOW);
-        assert_eq!((p.0.totals.promoted, p.0.totals.too_slow), (1, 1));
-        assert_eq!(p.0.limit.candidates, 1, "only a page under the threshold is a candidate");
-    }
-
-    #[test]
-    fn the_hot_threshold_follows_the_candidates_against_the_rate_limit() {
-        // In ms: default 1000 ms, steps of 2000 / 16 = 125 ms; a 60 s period at 100
-        // pages/s expects 6000 candidates per window.
-        let mut th = HotThreshold::default();
-        th.adjust(60_000, 60_000, 1000, 9_000, 100, 1000);
-        assert_eq!(th.adjustments, 0, "not before a whole period has passed");
-        // 9000 > 6600: one step down.
-        th.adjust(60_001, 60_000, 1000, 9_000, 100, 1000);
-        assert_eq!(th.current(1000), 875);
-        // 9000 more in the next window: down again; and it never goes below a step.
-        th.adjust(120_002, 60_000, 1000, 18_000, 100, 1000);
-        assert_eq!(th.current(1000), 750);
-        for i in 0..10 {
-            th.adjust(180_003 + i * 60_001, 60_000, 1000, 18_000 + (i + 1) * 9_000, 100, 1000);
-        }
-        assert_eq!(th.current(1000), 125);
-        // Within 9/10…11/10 of the expectation (6000 ≤ 6600): unchanged.
-        let mut th = HotThreshold { threshold: 500, ..HotThreshold::default() };
-        th.adjust(60_001, 60_000, 1000, 6_000, 100, 1000);
-        assert_eq!(th.current(1000), 500);
-        // Too few (5000 < 5400): up by a step, at most twice the default.
-        th.adjust(120_002, 60_000, 1000, 11_000, 100, 1000);
-        assert_eq!(th.current(1000), 625);
-        let mut th = HotThreshold { threshold: 1950, ..HotThreshold::default() };
-        th.adjust(60_001, 60_000, 1000, 0, 100, 1000);
-        assert_eq!(th.current(1000), 2000);
-    }
-
-    #[test]
-    fn the_rate_limit_counts_candidates_in_one_second_windows() {
-        let mut l = CandidateLimit::default();
-        // In ms: 3 pages per window: the third candidate reaches it.
-        assert!(!l.limited(10, 1000, 1, 3));
-        assert!(!l.limited(20, 1000, 1, 3));
-        assert!(l.limited(30, 1000, 1, 3));
-        assert!(l.limited(900, 1000, 1, 3));
-        // More than a second after the window began: a new one, counting this page.
-        assert!(!l.limited(1_011, 1000, 1, 3));
-        assert_eq!(l.candidates, 5);
-    }
-
-    #[test]
-    fn watermarks_of_the_two_kernels() {
-        // 1 GiB fast node: min 1024, distance 262, high 1548; WMARK_PROMO = 1810;
-        // plenty = 1810 + max(262 144, 16 384).
-        let t = FastMarks::tiering(262_144, 10);
-        assert_eq!(t, FastMarks { high: 1548, target: 1810, plenty: 1810 + 262_144 });
-        // TPP: 2 % of 262 144 = 5242 (above 2 × high = 3096).
-        assert_eq!(FastMarks::tpp(262_144, 10, 200), FastMarks { high: 1548, target: 5242, plenty: u64::MAX });
-        // A tiny node: at least twice the high watermark, at most the node.
-        let small = FastMarks::tpp(4096, 10, 200);
-        assert_eq!(small.target, 2 * small.high);
-        assert_eq!(FastMarks::tpp(100, 10, 10_000).target, 100);
-    }
-
-    #[test]
-    fn the_inactive_list_is_low_against_a_ratio_growing_with_the_lists() {
-        // Under 1 GiB the ratio is 1.
-        assert!(inactive_is_low(10, 11));
-        assert!(!inactive_is_low(10, 10));
-        // 4 GiB (1 Mi pages): ratio ⌊√40⌋ = 6.
-        assert!(inactive_is_low(149_796, 898_780));
-        assert!(!inactive_is_low(149_796 + 1, 898_780 - 1));
     }
 }

@@ -34,12 +34,19 @@
 //! round, the others count down by one (the paper: "the counter decreases by one";
 //! tracking "only if its counter is 0" — we test before counting down, so a counter
 //! of n skips n switches).
+//!
+//! Where things live: this file holds the parameters, the state of each VM's round
+//! and the policy's hooks, which start windows and switch the clock; `tracking.rs`
+//! counts reads and writes (a round's start, the windows of the GPT and EPT
+//! trackers, the clock switch's counter); `classify.rs` chooses the hot set and the
+//! DRAM of a VM and hands the moves to the migration threads; `tests.rs` holds the
+//! unit tests.
 
 use super::{PageSize, Policy, PolicyReport, Requirements};
 use crate::machine::placement::Placement;
-use crate::machine::{MachineInfo, Observer, PageInfo, PageRef, RefOutcome, TierId};
-use crate::mechanism::{Colour, Executor, GptNode, Job, JobDone, Mechanisms, MoveHow, Op, ScanMode, Scope, ThreadId, ThreadKind};
-use crate::monitor::{degree, sort_by_degree, Filtered, MultiLevelQueue, Pacer, Period};
+use crate::machine::{MachineInfo, Observer, PageInfo, RefOutcome, TierId};
+use crate::mechanism::{Executor, GptNode, Job, JobDone, Mechanisms, MoveHow, Op, ThreadId, ThreadKind};
+use crate::monitor::{degree, MultiLevelQueue, Pacer, Period};
 use crate::params;
 use crate::policy::params::Params;
 use crate::trace::Access;
@@ -47,6 +54,13 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::marker::PhantomData;
+
+mod classify;
+mod tracking;
+#[cfg(test)]
+mod tests;
+
+use tracking::switch_on;
 
 /// Where reads and writes are counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -304,152 +318,6 @@ pub struct HmmV<F: Flavor> {
 
 impl<F: Flavor> Observer for HmmV<F> {}
 
-/// Counts one window's view of base page `page` (accessed / dirty as read) through
-/// the queue's filter; returns whether to clear its bits.
-fn count(queue: Option<&mut MultiLevelQueue>, reads: &mut Vec<u8>, writes: &mut Vec<u8>, page: u64, accessed: bool, dirty: bool) -> bool {
-    let seen = accessed || dirty;
-    let f = match queue {
-        Some(q) => q.window(page, seen),
-        None => Filtered { clear: true, counted: seen },
-    };
-    if f.counted {
-        let i = page as usize;
-        if i >= reads.len() {
-            reads.resize(i + 1, 0);
-            writes.resize(i + 1, 0);
-        }
-        // A written page counts as a write; one only read, as a read.
-        if dirty {
-            writes[i] = writes[i].saturating_add(1);
-        } else {
-            reads[i] = reads[i].saturating_add(1);
-        }
-    }
-    f.clear && seen
-}
-
-/// Clears the EPT dirty bits of guest page-table pages `nodes` of VM `t` (each EPT
-/// page once: nodes may share a huge one).
-fn clear_ept_dirty(t: u16, nodes: &[GptNode], mech: &mut Mechanisms) {
-    let mut done: Vec<u64> = Vec::new();
-    for n in nodes {
-        let Ok(p) = mech.page(PageRef::new(t, n.gpfn << 12)) else { continue };
-        if p.huge {
-            if done.contains(&p.addr) {
-                continue;
-            }
-            done.push(p.addr);
-        }
-        let _ = mech.clear_ept_dirty(t, p.addr);
-    }
-}
-
-/// A VM page as classification sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Candidate {
-    /// In DRAM now.
-    pub fast: bool,
-    /// Base pages it covers.
-    pub frames: u64,
-    pub degree: u64,
-}
-
-/// What a round moves: indexes into the candidates, hottest promotion first and
-/// coldest demotion first.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Moves {
-    /// Base pages in the hot set.
-    pub hot_frames: u64,
-    pub promote: Vec<usize>,
-    pub demote: Vec<usize>,
-}
-
-/// Chooses the hot set of a VM holding `dram` base pages of DRAM (§4.2.2) and the
-/// moves that bring it there. `Sort`: the hottest pages (degree above 0) that fit in
-/// `dram`, bucket-sorted, DRAM residents first among equal degrees (so ties do not
-/// move); `Fixed`: pages of degree above `threshold`, as many as fit. Hot NVM pages
-/// are promoted; the coldest DRAM pages outside the hot set are demoted, as many as
-/// the promotions need beyond the DRAM the VM may still take (`dram` minus what it
-/// holds, at most `free_fast`), plus whatever it holds beyond `dram`.
-pub fn plan_moves(pages: &[Candidate], max_degree: u64, dram: u64, free_fast: u64, classifier: Classifier, threshold: u64) -> Moves {
-    let mut items: Vec<(usize, u64)> = pages.iter().enumerate().filter(|(_, c)| c.fast).map(|(k, c)| (k, c.degree)).collect();
-    items.extend(pages.iter().enumerate().filter(|(_, c)| !c.fast).map(|(k, c)| (k, c.degree)));
-    let order = sort_by_degree(&items, max_degree);
-    let mut hot = vec![false; pages.len()];
-    let mut hot_frames = 0;
-    for &k in &order {
-        let c = pages[k];
-        let qualifies = match classifier {
-            Classifier::Sort => c.degree > 0,
-            Classifier::Fixed => c.degree > threshold,
-        };
-        if !qualifies {
-            break;
-        }
-        if hot_frames + c.frames <= dram {
-            hot[k] = true;
-            hot_frames += c.frames;
-        }
-    }
-    let held: u64 = pages.iter().filter(|c| c.fast).map(|c| c.frames).sum();
-    let promote: Vec<usize> = order.iter().copied().filter(|&k| hot[k] && !pages[k].fast).collect();
-    let promote_frames: u64 = promote.iter().map(|&k| pages[k].frames).sum();
-    let room = dram.saturating_sub(held).min(free_fast);
-    let mut need = promote_frames.saturating_sub(room) + held.saturating_sub(dram);
-    let mut demote = Vec::new();
-    for &k in order.iter().rev() {
-        if need == 0 {
-            break;
-        }
-        if pages[k].fast && !hot[k] {
-            demote.push(k);
-            need = need.saturating_sub(pages[k].frames);
-        }
-    }
-    Moves { hot_frames, promote, demote }
-}
-
-/// Pool mode (§4.4): the DRAM a VM holds next, in base pages: `pool_hot_fraction` of
-/// its `counted` pages (degree at least `pool_min_degree`), kept within
-/// `pool_min_share`..`pool_max_share` of its `initial` DRAM, and no more than the
-/// fast tier's `fast_frames` minus what the `others` hold.
-pub fn pool_dram(counted: u64, initial: u64, others: u64, fast_frames: u64, s: &HmmVConfig) -> u64 {
-    let want = (counted as f64 * s.pool_hot_fraction).ceil() as u64;
-    let lo = (initial as f64 * s.pool_min_share) as u64;
-    let hi = ((initial as f64 * s.pool_max_share) as u64).max(lo);
-    want.clamp(lo, hi).min(fast_frames.saturating_sub(others))
-}
-
-/// A clock switch for a VM with this counter (§4.1.3): tracking runs if it is 0;
-/// otherwise it falls by one.
-pub fn switch_on(counter: &mut u32) -> bool {
-    if *counter == 0 {
-        return true;
-    }
-    *counter -= 1;
-    false
-}
-
-/// A round that migrated `migrated_mb` ended: under `quiet_round_mb`, the counter
-/// rises, to at most `counter_max` (§4.1.3).
-pub fn round_done(counter: &mut u32, migrated_mb: f64, s: &HmmVConfig) {
-    if migrated_mb < s.quiet_round_mb {
-        *counter = (*counter + 1).min(s.counter_max);
-    }
-}
-
-/// Copies the counts of base page `first` to the `n − 1` base pages after it.
-fn spread(reads: &mut Vec<u8>, writes: &mut Vec<u8>, first: u64, n: u64) {
-    let (f, end) = (first as usize, (first + n) as usize);
-    if end > reads.len() {
-        reads.resize(end, 0);
-        writes.resize(end, 0);
-    }
-    let (r, w) = (reads[f], writes[f]);
-    reads[f..end].fill(r);
-    writes[f..end].fill(w);
-}
-
 impl<F: Flavor> HmmV<F> {
     fn secs(&self, cycles: u64) -> f64 {
         cycles as f64 / (self.freq_ghz * 1e9)
@@ -528,220 +396,6 @@ impl<F: Flavor> HmmV<F> {
         } else {
             self.vms[i].state = State::Tracking { window: window + 1 };
         }
-    }
-
-    /// Starts a round: counts from zero; the GPT tracker collects the guest's
-    /// last-level page-table pages, clears their entries' A/D bits and their EPT dirty
-    /// bits, flushes and turns PML on; the EPT tracker clears the whole EPT's bits.
-    fn begin_round(&mut self, i: usize, mech: &mut Mechanisms) {
-        let t = self.vms[i].tenant;
-        // Forget the last round's counts of this VM's pages.
-        let mut mine = Vec::new();
-        mech.pages(Scope::Tenant(t), |p| mine.push((p.page, p.base_pages())));
-        for (first, n) in mine {
-            for b in first..(first + n).min(self.reads.len() as u64) {
-                self.reads[b as usize] = 0;
-                self.writes[b as usize] = 0;
-            }
-        }
-        match self.s.tracker {
-            Tracker::Ept => {
-                mech.scan(Scope::Tenant(t), ScanMode::Clear, |_| {});
-            }
-            Tracker::Gpt => {
-                let Ok(nodes) = mech.collect_gpt(t, self.vms[i].vcpu) else { return };
-                let huge: Vec<bool> = nodes.iter().map(|n| mech.page(PageRef::new(t, n.gpfn << 12)).is_ok_and(|p| p.huge)).collect();
-                let shift = self.huge_frames.trailing_zeros();
-                let v = &mut self.vms[i];
-                v.node_of.clear();
-                v.huge_regions.clear();
-                for (k, n) in nodes.iter().enumerate() {
-                    let g = n.gpfn as usize;
-                    if g >= v.node_of.len() {
-                        v.node_of.resize(g + 1, 0);
-                    }
-                    v.node_of[g] = k as u32 + 1;
-                    if huge[k] {
-                        v.huge_regions.entry(n.gpfn >> shift).or_default().push(k as u32);
-                    }
-                }
-                v.node_seen = vec![u32::MAX; nodes.len()];
-                v.nodes = nodes.clone();
-                mech.scan_gpt(t, &nodes, |e| e.accessed || e.dirty);
-                clear_ept_dirty(t, &nodes, mech);
-                let _ = mech.take_pml_log(t);
-                let _ = mech.flush_vm(t);
-                mech.set_pml(t, true);
-            }
-        }
-    }
-
-    /// The GPT tracker's window: the guest page-table pages PML logged, scanned
-    /// through the queue's filter, their EPT dirty bits cleared again, one flush.
-    /// Returns (pages scanned, entries read, bytes those entries map).
-    fn scan_logged(&mut self, i: usize, mech: &mut Mechanisms) -> (u64, u64, u64) {
-        let t = self.vms[i].tenant;
-        self.windows_done = self.windows_done.wrapping_add(1);
-        let stamp = self.windows_done;
-        let log = mech.take_pml_log(t);
-        let shift = self.huge_frames.trailing_zeros();
-        let v = &mut self.vms[i];
-        let mut nodes = Vec::new();
-        let mut take = |k: usize, v: &mut Vm| {
-            if v.node_seen[k] != stamp {
-                v.node_seen[k] = stamp;
-                nodes.push(v.nodes[k]);
-            }
-        };
-        for g in log {
-            if let Some(&k) = v.node_of.get(g as usize).filter(|&&k| k > 0) {
-                take(k as usize - 1, v);
-            }
-            if let Some(ks) = v.huge_regions.get(&(g >> shift)).cloned() {
-                for k in ks {
-                    take(k as usize, v);
-                }
-            }
-        }
-        let (queue, reads, writes) = (&mut self.queue, &mut self.reads, &mut self.writes);
-        let mlq = self.s.multi_level_queue;
-        let huge_bytes = self.huge_frames << 12;
-        let mut bytes = 0;
-        let huge_frames = self.huge_frames;
-        let entries = mech.scan_gpt(t, &nodes, |e| {
-            let Some(p) = e.page else { return false };
-            bytes += if e.huge { huge_bytes } else { 4096 };
-            // The queue keeps one record per guest page (its first base page); what a
-            // guest huge page's bits say is counted on every base page it covers.
-            let clear = count(mlq.then_some(&mut *queue), reads, writes, p, e.accessed, e.dirty);
-            if e.huge {
-                spread(reads, writes, p, huge_frames);
-            }
-            clear
-        });
-        clear_ept_dirty(t, &nodes, mech);
-        if !nodes.is_empty() {
-            let _ = mech.flush_vm(t);
-        }
-        (nodes.len() as u64, entries, bytes)
-    }
-
-    /// The EPT tracker's window: every EPT entry of the VM read and cleared.
-    fn scan_ept(&mut self, t: u16, mech: &mut Mechanisms) -> (u64, u64, u64) {
-        let (reads, writes) = (&mut self.reads, &mut self.writes);
-        let mut bytes = 0;
-        let sum = mech.scan(Scope::Tenant(t), ScanMode::Clear, |p| {
-            bytes += p.bytes;
-            for b in p.page..p.page + p.base_pages() {
-                count(None, reads, writes, b, p.accessed, p.dirty);
-            }
-        });
-        (0, sum.entries, bytes)
-    }
-
-    /// Chooses the hot set of VM `i` and hands its moves to the migration threads.
-    fn classify_and_move(&mut self, i: usize, mech: &mut Mechanisms) {
-        let t = self.vms[i].tenant;
-        let mut pages: Vec<(PageInfo, u64)> = Vec::new();
-        mech.pages(Scope::Tenant(t), |p| pages.push((p, 0)));
-        for (p, d) in &mut pages {
-            *d = self.degree(p);
-        }
-        mech.compute(self.s.sort_cycles_per_page * pages.len() as u64);
-        let cands: Vec<Candidate> = pages.iter().map(|(p, d)| Candidate { fast: p.tier == TierId::FAST, frames: p.base_pages(), degree: *d }).collect();
-        let held: u64 = cands.iter().filter(|c| c.fast).map(|c| c.frames).sum();
-        let tracked: u64 = cands.iter().filter(|c| c.degree > 0).map(|c| c.frames).sum();
-        // The DRAM this VM may hold this round.
-        let mut dram = self.vms[i].dram;
-        if self.s.mode == Mode::Pool {
-            let counted: u64 = cands.iter().filter(|c| c.degree >= self.s.pool_min_degree).map(|c| c.frames).sum();
-            let others: u64 = self.vms.iter().filter(|v| v.tenant != t).map(|v| v.dram).sum();
-            dram = pool_dram(counted, self.vms[i].initial_dram, others, self.fast_frames, &self.s);
-            self.vms[i].dram = dram;
-            mech.set_fast_quota(t, Some(dram));
-        }
-        let free = mech.free_frames(TierId::FAST);
-        let Moves { hot_frames, promote, demote } = plan_moves(&cands, self.max_degree(), dram, free, self.s.classifier, self.s.fixed_threshold);
-        let r = &mut self.vms[i].round;
-        r.tracked_frames = tracked;
-        r.hot_frames = hot_frames;
-        r.dram_frames_before = held;
-        r.dram_frames_allowed = dram;
-        r.promoted_pages = promote.len() as u64;
-        r.demoted_pages = demote.len() as u64;
-        let moved: u64 = promote.iter().chain(&demote).map(|&k| pages[k].0.bytes).sum();
-        r.migrated_mb = moved as f64 / 1e6;
-        let migrated_mb = r.migrated_mb;
-        let v = &mut self.vms[i];
-        round_done(&mut v.counter, migrated_mb, &self.s);
-        v.round.counter_after = v.counter;
-        let downs: Vec<(PageRef, u64)> = demote.iter().map(|&k| (pages[k].0.at(), pages[k].0.base_pages())).collect();
-        let ups: Vec<(PageRef, u64)> = promote.iter().map(|&k| (pages[k].0.at(), pages[k].0.base_pages())).collect();
-        let jobs = if self.s.migrate { self.dispatch(t, &downs, &ups, mech) } else { 0 };
-        let end_s = self.secs(mech.now());
-        let v = &mut self.vms[i];
-        if jobs == 0 {
-            v.round.end_s = end_s;
-            self.rounds.push(v.round.clone());
-            v.state = State::Idle;
-        } else {
-            v.state = State::Migrating { jobs };
-        }
-    }
-
-    /// Hands the moves to the migration threads, demotions of a share before its
-    /// promotions; returns the jobs submitted.
-    fn dispatch(&self, t: u16, downs: &[(PageRef, u64)], ups: &[(PageRef, u64)], mech: &mut Mechanisms) -> u32 {
-        let threads = if self.s.migration == MoveHow::Linux { 1 } else { self.s.migration_threads.max(1) as usize };
-        let mut jobs: Vec<Job> = (0..threads).map(|_| Job::new(MIGRATE | t as u64)).collect();
-        match self.s.migration {
-            MoveHow::Pml => {
-                // Batches of at most `pages_in_flight` base pages' worth (a huge page
-                // counts its base pages; a batch holds at least one page).
-                let limit = self.s.pages_in_flight.max(1) as u64;
-                let batches = |list: &[(PageRef, u64)]| {
-                    let mut out: Vec<Vec<PageRef>> = Vec::new();
-                    let mut frames = limit;
-                    for &(p, n) in list {
-                        if frames + n > limit {
-                            out.push(Vec::new());
-                            frames = 0;
-                        }
-                        out.last_mut().expect("pushed").push(p);
-                        frames += n;
-                    }
-                    out
-                };
-                let (db, ub) = (batches(downs), batches(ups));
-                for c in 0..db.len().max(ub.len()) {
-                    let job = &mut jobs[c % threads];
-                    for (list, to) in [(db.get(c), TierId::SLOW), (ub.get(c), TierId::FAST)] {
-                        if let Some(list) = list {
-                            let batch = mech.plan_pml_batch(list.iter().map(|&p| (p, to)).collect());
-                            job.push(Op::MoveBatch { batch });
-                        }
-                    }
-                }
-            }
-            how => {
-                for k in 0..downs.len().max(ups.len()) {
-                    let job = &mut jobs[k % threads];
-                    if let Some(&(p, _)) = downs.get(k) {
-                        job.push(Op::MoveAs { page: p, to: TierId::SLOW, how, colour: Colour::ANY });
-                    }
-                    if let Some(&(p, _)) = ups.get(k) {
-                        job.push(Op::MoveAs { page: p, to: TierId::FAST, how, colour: Colour::ANY });
-                    }
-                }
-            }
-        }
-        let mut submitted = 0;
-        for (k, job) in jobs.into_iter().enumerate() {
-            if !job.is_empty() && mech.submit(ThreadId(1 + k as u16), job).is_ok() {
-                submitted += 1;
-            }
-        }
-        submitted
     }
 }
 
@@ -903,90 +557,5 @@ impl<F: Flavor> Policy for HmmV<F> {
         let pacing = self.window.report("the monitoring window");
         out.insert("pacing".into(), json!(pacing));
         out.insert("thp".into(), json!(self.thp));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn c(fast: bool, frames: u64, degree: u64) -> Candidate {
-        Candidate { fast, frames, degree }
-    }
-
-    #[test]
-    fn the_hot_set_fills_dram_and_the_coldest_dram_pages_make_room() {
-        let pages = [c(true, 1, 0), c(true, 1, 5), c(false, 1, 9), c(false, 1, 3), c(false, 1, 0)];
-        // Degree order: 9 (slow), 5 (fast), 3 (slow), then the zeros. Two frames of
-        // DRAM, none free: the hot set is {9, 5}; 9 comes up, the idle DRAM page goes.
-        let m = plan_moves(&pages, 24, 2, 0, Classifier::Sort, 0);
-        assert_eq!(m, Moves { hot_frames: 2, promote: vec![2], demote: vec![0] });
-        // With a free DRAM frame the VM may take, nothing needs to go.
-        assert_eq!(plan_moves(&pages, 24, 3, 1, Classifier::Sort, 0), Moves { hot_frames: 3, promote: vec![2, 3], demote: vec![0] });
-        // Fixed threshold 8: only the 9 is hot; still exchanged with the coldest.
-        assert_eq!(plan_moves(&pages, 24, 2, 0, Classifier::Fixed, 8), Moves { hot_frames: 1, promote: vec![2], demote: vec![0] });
-        // A threshold nothing passes moves nothing.
-        assert_eq!(plan_moves(&pages, 24, 2, 0, Classifier::Fixed, 20), Moves { hot_frames: 0, promote: vec![], demote: vec![] });
-    }
-
-    #[test]
-    fn ties_stay_where_they_are_and_an_over_full_vm_gives_back() {
-        // Equal degrees: the DRAM resident is hot, nothing moves.
-        let pages = [c(false, 1, 3), c(true, 1, 3)];
-        assert_eq!(plan_moves(&pages, 24, 1, 0, Classifier::Sort, 0), Moves { hot_frames: 1, promote: vec![], demote: vec![] });
-        // Three DRAM pages for a DRAM of two: the coldest goes, with no promotion.
-        let pages = [c(true, 1, 4), c(true, 1, 1), c(true, 1, 7)];
-        assert_eq!(plan_moves(&pages, 24, 2, 0, Classifier::Sort, 0), Moves { hot_frames: 2, promote: vec![], demote: vec![1] });
-        // A huge page that does not fit is passed over for smaller ones after it.
-        let pages = [c(false, 512, 20), c(false, 1, 10), c(true, 1, 0)];
-        let m = plan_moves(&pages, 24, 2, 0, Classifier::Sort, 0);
-        assert_eq!((m.hot_frames, m.promote, m.demote), (1, vec![1], vec![2]));
-    }
-
-    #[test]
-    fn pool_dram_follows_the_hot_set_within_its_bounds() {
-        let s = HmmVConfig::default();
-        // 80 % of the pages of degree ≥ 3, within 75–125 % of the initial 1 000.
-        assert_eq!(pool_dram(1000, 1000, 0, 10_000, &s), 800);
-        assert_eq!(pool_dram(2000, 1000, 0, 10_000, &s), 1250);
-        assert_eq!(pool_dram(0, 1000, 0, 10_000, &s), 750);
-        // The others hold 9 000 of 10 000: only 1 000 left in the pool.
-        assert_eq!(pool_dram(2000, 1000, 9000, 10_000, &s), 1000);
-    }
-
-    #[test]
-    fn the_clock_switch_skips_a_round_per_quiet_round() {
-        let s = HmmVConfig::default();
-        let mut counter = 0;
-        assert!(switch_on(&mut counter));
-        // 100 MB < 256 MB: quiet; the counter climbs to at most 3.
-        for _ in 0..5 {
-            round_done(&mut counter, 100.0, &s);
-        }
-        assert_eq!(counter, 3);
-        // Three switches count down, the fourth tracks.
-        assert_eq!([switch_on(&mut counter), switch_on(&mut counter), switch_on(&mut counter), switch_on(&mut counter)], [false, false, false, true]);
-        // A busy round leaves it alone.
-        round_done(&mut counter, 300.0, &s);
-        assert_eq!(counter, 0);
-    }
-
-    #[test]
-    fn counting_goes_through_the_queue_and_a_guest_huge_page_counts_everywhere() {
-        let (mut q, mut reads, mut writes) = (MultiLevelQueue::new(7), Vec::new(), Vec::new());
-        // Window 1: written → a write, level 1, its bits kept (not cleared).
-        assert!(!count(Some(&mut q), &mut reads, &mut writes, 3, true, true));
-        // Window 2: resting, counted again; the Dirty bit as it stands says write.
-        assert!(count(Some(&mut q), &mut reads, &mut writes, 3, true, true), "its DND time ends: clear");
-        // Window 3: only read.
-        count(Some(&mut q), &mut reads, &mut writes, 3, true, false);
-        assert_eq!((reads[3], writes[3]), (1, 2));
-        assert_eq!(degree(reads[3] as u64, writes[3] as u64, 1, 3), 7);
-        // Without the queue every seen page is cleared, an idle one is not counted.
-        assert!(count(None, &mut reads, &mut writes, 5, true, false));
-        assert!(!count(None, &mut reads, &mut writes, 6, false, false));
-        assert_eq!((reads[5], reads.get(6).copied().unwrap_or(0)), (1, 0));
-        spread(&mut reads, &mut writes, 3, 4);
-        assert_eq!((&reads[3..7], &writes[3..7]), (&[1, 1, 1, 1][..], &[2, 2, 2, 2][..]));
     }
 }
