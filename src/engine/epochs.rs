@@ -225,9 +225,12 @@ struct CostModel {
     /// that are dirty at the end of the calibration: in a full cache every miss
     /// evicts a line).
     writebacks_per_miss: f64,
-    /// The caches' counters at the start of the calibration; the share of page-walk
-    /// references each level served; write-backs per access of each level.
-    cache_marks: Vec<crate::machine::cache::CacheStats>,
+    /// The calibrating core's own counts at each cache level over the calibration
+    /// (hits, misses, write-backs: each access's change of the levels' counters, so
+    /// that other cores' chunks and calibrations beside it count no part); the share
+    /// of page-walk references each level served; write-backs per access of each
+    /// level.
+    own_levels: [[u64; 3]; MAX_LEVELS],
     walk_levels: [f64; MAX_LEVELS],
     level_writebacks: [f64; MAX_LEVELS],
     /// The share of the walks' memory accesses each tier served: the tiers holding
@@ -270,7 +273,7 @@ impl CostModel {
             marks: vec![TierMark::default(); tiers.len()],
             tiers,
             writebacks_per_miss: 0.0,
-            cache_marks: Vec::new(),
+            own_levels: [[0; 3]; MAX_LEVELS],
             walk_levels: [0.0; MAX_LEVELS],
             level_writebacks: [0.0; MAX_LEVELS],
             walk_tiers: std::array::from_fn(|t| (t == 0) as u8 as f64),
@@ -290,7 +293,7 @@ impl CostModel {
         self.predicted = 0.0;
         self.measured = 0.0;
         self.started_at = m.cores()[core].clock;
-        self.cache_marks = m.memory().caches().stats();
+        self.own_levels = [[0; 3]; MAX_LEVELS];
         let tiers = m.memory().tiers();
         self.marks = (0..self.tiers.len())
             .map(|i| {
@@ -403,8 +406,7 @@ impl CostModel {
         }
         // What the walks took of each level: the levels' counts over the calibration,
         // less those of the data references.
-        let caches = m.memory().caches().stats();
-        let depth = caches.len();
+        let depth = m.memory().caches().depth();
         let mut data = [0u64; MAX_LEVELS];
         let mut walk_refs = 0u64;
         for s in &self.sums {
@@ -413,13 +415,12 @@ impl CostModel {
             }
             walk_refs += s.walk[1];
         }
-        for (l, (now, before)) in caches.iter().zip(&self.cache_marks).enumerate().take(MAX_LEVELS) {
-            let (hits, misses) = (now.hits - before.hits, now.misses - before.misses);
+        for (l, &[hits, misses, writebacks]) in self.own_levels.iter().enumerate().take(depth) {
             if walk_refs > 0 {
                 self.walk_levels[l] = hits.saturating_sub(data[l]) as f64 / walk_refs as f64;
             }
             if hits + misses > 0 {
-                self.level_writebacks[l] = (now.writebacks - before.writebacks) as f64 / (hits + misses) as f64;
+                self.level_writebacks[l] = writebacks as f64 / (hits + misses) as f64;
             }
         }
         if walk_refs > 0 && depth < MAX_LEVELS {
@@ -828,7 +829,14 @@ impl Driver {
             };
             let before = machine.cores()[core].stats.clone();
             let clock0 = machine.cores()[core].clock;
+            let levels0 = machine.memory().caches().counts();
             let out = machine.access_in::<{ crate::machine::sampled::DETAILED }, P>(core, &a, policy);
+            let levels1 = machine.memory().caches().counts();
+            for ((own, now), before) in c.cost.own_levels.iter_mut().zip(&levels1).zip(&levels0) {
+                for k in 0..3 {
+                    own[k] += now[k] - before[k];
+                }
+            }
             let after = &machine.cores()[core].stats;
             let write = a.is_write();
             let f = if a.is_dependent() { 1.0 } else { inv_mlp };

@@ -118,6 +118,11 @@ pub(super) trait Below {
 
     fn levels(&self) -> Vec<&dyn AnyLevel>;
     fn levels_mut(&mut self) -> Vec<&mut dyn AnyLevel>;
+
+    /// Writes each level's hits, misses and write-backs into `out`, this level's
+    /// first (no allocation: epochs mode reads them around each access of a
+    /// calibration).
+    fn counts_into(&self, out: &mut [[u64; 3]]);
 }
 
 /// Below the last level.
@@ -139,6 +144,8 @@ impl Below for Memory {
     fn levels(&self) -> Vec<&dyn AnyLevel> {
         Vec::new()
     }
+
+    fn counts_into(&self, _out: &mut [[u64; 3]]) {}
 
     fn levels_mut(&mut self) -> Vec<&mut dyn AnyLevel> {
         Vec::new()
@@ -201,6 +208,13 @@ impl<S: SetArray + 'static, B: Below> Below for Stack<S, B> {
             l.writebacks += 1;
             let line = l.line_of(set, victim);
             self.below.write_back(core, line, evicted);
+        }
+    }
+
+    fn counts_into(&self, out: &mut [[u64; 3]]) {
+        if let Some((first, rest)) = out.split_first_mut() {
+            *first = [self.top.hits, self.top.misses, self.top.writebacks];
+            self.below.counts_into(rest);
         }
     }
 

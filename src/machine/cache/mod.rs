@@ -224,6 +224,15 @@ impl Caches {
         }
     }
 
+    /// Each level's hits, misses and write-backs, the first level's first; the
+    /// levels below the last are zeros.
+    #[inline]
+    pub(crate) fn counts(&self) -> [[u64; 3]; crate::machine::sampled::MAX_LEVELS] {
+        let mut out = [[0; 3]; crate::machine::sampled::MAX_LEVELS];
+        each_shape!(&self.shape, h => h.counts_into(&mut out));
+        out
+    }
+
     pub(crate) fn stats(&self) -> Vec<CacheStats> {
         each_shape!(&self.shape, h => h.levels())
             .iter()
