@@ -227,11 +227,11 @@ struct CostModel {
     writebacks_per_miss: f64,
     /// The calibrating core's own counts at each cache level over the calibration
     /// (hits, misses, write-backs: each access's change of the levels' counters, so
-    /// that other cores' chunks and calibrations beside it count no part); the share
-    /// of page-walk references each level served; write-backs per access of each
-    /// level.
+    /// that other cores' chunks and calibrations beside it count no part).
     own_levels: [[u64; 3]; MAX_LEVELS],
+    /// The share of page-walk references each level served.
     walk_levels: [f64; MAX_LEVELS],
+    /// Write-backs per access of each level.
     level_writebacks: [f64; MAX_LEVELS],
     /// The share of the walks' memory accesses each tier served: the tiers holding
     /// the page tables (a VM's guest tables are its pages, which policies move).
@@ -404,8 +404,8 @@ impl CostModel {
                 }
             }
         }
-        // What the walks took of each level: the levels' counts over the calibration,
-        // less those of the data references.
+        // What the walks took of each level: the core's own counts at the level over
+        // the calibration, less those of its data references.
         let depth = m.memory().caches().depth();
         let mut data = [0u64; MAX_LEVELS];
         let mut walk_refs = 0u64;
