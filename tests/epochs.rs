@@ -445,3 +445,26 @@ fn a_mix_counts_its_cache_hits_as_detailed_mode_does() {
         assert!((e / d - 1.0).abs() < 0.05, "level {level}: hits per reference {e:.4} in epochs mode against {d:.4} detailed");
     }
 }
+
+/// A store that misses every cache reads its line first (write-allocate) and reaches
+/// memory later as a write-back, so every demand access is a read of its tier, in
+/// detailed mode and in epochs mode alike. (Epochs mode counted a chunk's store
+/// misses as demand writes: kv, half of whose operations update, showed demand
+/// writes on both tiers where detailed mode shows none.) Write-backs are the tiers'
+/// writes in both.
+#[test]
+fn store_misses_are_demand_reads_in_epochs_mode_as_in_detailed_mode() {
+    for mode in ["detailed", "epochs"] {
+        let r = run_with(
+            Some("cxl"),
+            &[&format!("engine.mode=\"{mode}\""), "engine.seconds=0.05", "workload.name=\"kv\"", "workload.footprint=\"32MiB\"", "machine.tiers.fast.capacity=\"25%\""],
+        );
+        assert!(r.cores[0].stats.writes > 0, "{mode}: kv stores");
+        for t in &r.tiers {
+            assert!(t.demand_reads > 0, "{mode}, {}: demand reads", t.name);
+            assert_eq!(t.demand_writes, 0, "{mode}, {}: demand writes", t.name);
+            assert_eq!(t.demand_accesses, t.demand_reads, "{mode}, {}", t.name);
+        }
+        assert!(r.tiers.iter().map(|t| t.writes).sum::<u64>() > 0, "{mode}: write-backs reach memory");
+    }
+}

@@ -1773,7 +1773,9 @@ impl<R: Redirect> Machine<R> {
 /// One tier's demand traffic in a chunk of epochs references.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ChunkTier {
-    /// Loads and stores that missed every cache, and of them loads.
+    /// Loads and stores that missed every cache, and of them loads (which PEBS-like
+    /// samples of LLC-missing loads count; the tier counts every one as a read, as
+    /// detailed mode's write-allocate fill).
     pub accesses: u64,
     pub reads: u64,
     /// Their latency, summed.
@@ -1838,7 +1840,7 @@ impl<R: Redirect> Machine<R> {
         let to = c.clock;
         let tiers = self.mem.tiers.all().len();
         for (i, t) in k.tiers[..tiers].iter().enumerate() {
-            self.mem.tiers.add_demand(TierId(i as u8), t.accesses, t.reads, t.latency_cycles, t.writebacks, t.walk_reads, t.row_hits, t.queue_cycles);
+            self.mem.tiers.add_demand(TierId(i as u8), t.accesses, t.latency_cycles, t.writebacks, t.walk_reads, t.row_hits, t.queue_cycles);
         }
         self.mem.caches.add_estimated(&k.levels);
         self.mem.caches.add_writebacks(&k.level_writebacks);

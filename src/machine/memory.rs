@@ -268,17 +268,17 @@ impl Memory {
 impl Tiers {
     /// Counts demand traffic of tier `t` that was not simulated request by request
     /// (epochs mode): `accesses` demand accesses (loads and stores that missed every
-    /// cache, `reads` of them loads) that took `latency_cycles` in all, `writebacks`
-    /// dirty lines written back, and `walk_reads` page-walk lines; `row_hits` of all
-    /// of them found their row open, and they waited `queue_cycles` in all.
+    /// cache) that took `latency_cycles` in all, `writebacks` dirty lines written
+    /// back, and `walk_reads` page-walk lines; `row_hits` of all of them found their
+    /// row open, and they waited `queue_cycles` in all.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn add_demand(&mut self, t: TierId, accesses: u64, reads: u64, latency_cycles: u64, writebacks: u64, walk_reads: u64, row_hits: u64, queue_cycles: u64) {
-        let d = &mut self.demand[t.index()];
-        d.by_write[0] += reads;
-        d.by_write[1] += accesses - reads;
-        d.latency_cycles += latency_cycles;
+    pub(crate) fn add_demand(&mut self, t: TierId, accesses: u64, latency_cycles: u64, writebacks: u64, walk_reads: u64, row_hits: u64, queue_cycles: u64) {
         // Store misses read their line (write-allocate): every demand access is a read
-        // of the tier; write-backs are its writes.
+        // of the tier, as `Memory::cached` issues it in detailed mode; write-backs are
+        // its writes.
+        let d = &mut self.demand[t.index()];
+        d.by_write[0] += accesses;
+        d.latency_cycles += latency_cycles;
         self.tiers[t.index()].add_demand(accesses + walk_reads, writebacks, row_hits, queue_cycles);
     }
 }
