@@ -22,22 +22,29 @@
 //!
 //! A run asked to stop ([`RunOptions::stop`], set on Ctrl-C) ends at its next epoch
 //! boundary and reports what it simulated, marked incomplete.
+//!
+//! This file holds the run and its phases (`run_with`: prepare, simulate, finish).
+//! `feeds`: what each core replays (traces measured before the run and their notes,
+//! the feeds and their batches' checks, the foresight pass). `scheduler`: the heap of
+//! core clocks, sampled mode's windows and `run_slice`, one core's slice of references.
 
 mod epochs;
+mod feeds;
+mod scheduler;
 
 pub use epochs::EpochsReport;
 
-use crate::config::{Config, Mode, SampledConfig, WorkloadSlot};
+use crate::config::{Config, Mode, WorkloadSlot};
 use crate::machine::sampled::{DETAILED, FAST, FIT, WARM};
-use crate::machine::{Build, Machine, MachineInfo, Redirect, TenantKind, TierId};
+use crate::machine::{Build, Machine, MachineInfo, Redirect, TierId};
 use crate::mechanism::{Mechanisms, Runtime, ThreadId};
 use crate::policy::registry::{with_policy, PolicyVisitor};
 use crate::policy::{Epoch, FastTier, Policy, PolicyReport};
 use crate::progress::Progress;
 use crate::report::{EpochRecord, Report, SamplingReport};
-use crate::trace::footprint::FootprintCheck;
-use crate::trace::{Access, Source};
 use anyhow::{bail, Result};
+use feeds::{foresight, measure_traces, open_feeds, run_footprint, short_traces, tenant_kinds, CoreFeed};
+use scheduler::{next_window, run_slice, Clocks, Window};
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -72,8 +79,6 @@ pub struct RunOptions {
     pub stop: Option<&'static AtomicBool>,
 }
 
-const BATCH: usize = 4096;
-
 /// Runs the configured policy on the configured workloads.
 pub fn run(cfg: &Config, opts: &RunOptions) -> Result<Report> {
     with_policy(&cfg.policy.name, Runner { cfg, opts })?
@@ -98,177 +103,6 @@ impl PolicyVisitor for Runner<'_> {
     }
 }
 
-/// The tenants of a run and their kinds, from its workload slots; `at_least` more
-/// may come from traces whose records name their tenant (those are processes).
-fn tenant_kinds(slots: &[WorkloadSlot], at_least: usize) -> Vec<TenantKind> {
-    let n = slots.iter().map(|s| s.tenant as usize + 1).max().unwrap_or(1).max(at_least);
-    (0..n).map(|t| slots.iter().find(|s| s.tenant as usize == t).map_or(TenantKind::Process, |s| s.kind)).collect()
-}
-
-/// What the engine checks in each batch of a trace: records come from outside, so
-/// their addresses must fit the machine's page tables and their tenants must exist.
-struct TraceCheck {
-    name: String,
-    /// One past the highest virtual address the page tables map.
-    va_limit: u64,
-    /// Number of tenants of the run.
-    tenants: u16,
-    /// Records the trace produced before this batch.
-    consumed: u64,
-    /// The pages the records touch against the trailer's count, when the run took
-    /// its footprint from a native trailer.
-    footprint: Option<FootprintCheck>,
-}
-
-impl TraceCheck {
-    /// Checks one batch: a maximum over it, then a search only when it fails.
-    fn batch(&mut self, buf: &[Access], levels: u32) -> Result<()> {
-        let (max_addr, max_tenant) = buf.iter().fold((0, 0), |(a, t), r| (a.max(r.vaddr), t.max(r.tenant)));
-        if max_addr >= self.va_limit || max_tenant >= self.tenants {
-            for (i, r) in buf.iter().enumerate() {
-                let n = self.consumed + i as u64;
-                if r.vaddr >= self.va_limit {
-                    bail!(
-                        "{}: record {n}: address {:#x} is beyond the {}-bit virtual address space of {levels}-level page tables; rerun with --set machine.page_table.levels=5",
-                        self.name,
-                        r.vaddr,
-                        self.va_limit.trailing_zeros()
-                    );
-                }
-                if r.tenant >= self.tenants {
-                    bail!(
-                        "{}: record {n}: tenant {} does not exist (the run has {} tenants, 0 to {})",
-                        self.name,
-                        r.tenant,
-                        self.tenants,
-                        self.tenants - 1
-                    );
-                }
-            }
-        }
-        self.consumed += buf.len() as u64;
-        if let Some(f) = &mut self.footprint {
-            f.add(buf);
-        }
-        Ok(())
-    }
-}
-
-struct CoreFeed {
-    source: Option<Box<dyn Source>>,
-    buf: Vec<Access>,
-    pos: usize,
-    tenant: u16,
-    /// Keep each record's own tenant (native traces that carry one).
-    keep_tenant: bool,
-    check: Option<TraceCheck>,
-    /// Malformed lines the exhausted source skipped.
-    skipped: u64,
-}
-
-impl CoreFeed {
-    /// Refills the buffer; false when the source is exhausted.
-    fn refill(&mut self, levels: u32) -> Result<bool> {
-        let Some(src) = &mut self.source else { return Ok(false) };
-        self.buf.clear();
-        self.pos = 0;
-        src.fill(&mut self.buf, BATCH)?;
-        if self.buf.is_empty() {
-            self.skipped = src.malformed_skipped();
-            self.source = None;
-            if let Some(f) = self.check.as_ref().and_then(|c| c.footprint.as_ref()) {
-                f.finish()?;
-            }
-            return Ok(false);
-        }
-        if !self.keep_tenant {
-            for a in &mut self.buf {
-                a.tenant = self.tenant;
-            }
-        }
-        if let Some(c) = &mut self.check {
-            c.batch(&self.buf, levels)?;
-        }
-        Ok(true)
-    }
-}
-
-/// What the engine learnt about the trace of each slot before the run.
-struct SlotTrace {
-    facts: crate::trace::footprint::TraceFacts,
-    opts: crate::trace::OpenOptions,
-}
-
-/// Measures every trace slot (footprint, records, tenants); a text trace's address
-/// beyond page tables of `levels` levels is refused there, naming its line.
-fn measure_traces(slots: &[WorkloadSlot], levels: u32, progress: &Progress) -> Result<Vec<Option<SlotTrace>>> {
-    slots
-        .iter()
-        .map(|s| {
-            let Some(t) = &s.trace else { return Ok(None) };
-            if t.path == "-" {
-                bail!(
-                    "--trace -: a run reads its traces twice (first to measure the footprint), and standard input cannot be read twice; save it to a file (inspect and convert read standard input)"
-                );
-            }
-            let opts = crate::trace::OpenOptions { format: t.format, skip_malformed: t.skip_malformed, thread: t.thread, page_table_levels: Some(levels) };
-            let facts = crate::trace::footprint::measure(&t.path, &opts, t.refs, progress)?;
-            Ok(Some(SlotTrace { facts, opts }))
-        })
-        .collect()
-}
-
-/// The run's footprint: every workload's, and every trace's once per address space,
-/// since cores replaying the same records in one tenant (`--trace T --trace T
-/// --tenant 0 --tenant 0`) touch the same pages there; traces whose records name
-/// their tenants fill those address spaces, whatever the slot's. Returns it with a
-/// note for each trace counted once for several cores.
-fn run_footprint(slots: &[WorkloadSlot], traces: &[Option<SlotTrace>]) -> (u64, Vec<String>) {
-    let mut bytes = 0;
-    // Per replay (file, records, thread, the tenant it fills): its cores.
-    let mut replays: Vec<((&str, Option<u64>, Option<u16>, Option<u16>), Vec<usize>)> = Vec::new();
-    for (s, t) in slots.iter().zip(traces) {
-        let (Some(tr), Some(t)) = (&s.trace, t) else {
-            bytes += s.footprint_bytes;
-            continue;
-        };
-        let key = (tr.path.as_str(), tr.refs, tr.thread, (!t.facts.record_tenants).then_some(s.tenant));
-        match replays.iter_mut().find(|r| r.0 == key) {
-            Some(r) => r.1.push(s.core),
-            None => {
-                bytes += t.facts.footprint_bytes();
-                replays.push((key, vec![s.core]));
-            }
-        }
-    }
-    let notes = replays
-        .iter()
-        .filter(|r| r.1.len() > 1)
-        .map(|((path, _, _, tenant), cores)| {
-            let cores: Vec<String> = cores.iter().map(|c| c.to_string()).collect();
-            let space = tenant.map_or("the tenants its records name".to_string(), |t| format!("tenant {t}"));
-            format!("trace {path} is replayed by cores {} in one address space ({space}): its pages count once in the footprint", cores.join(", "))
-        })
-        .collect();
-    (bytes, notes)
-}
-
-/// A note for each trace shorter than the references asked of it (`--refs N`, or
-/// `refs` of its entry): its core replays it once, to its end, and no further.
-fn short_traces(slots: &[WorkloadSlot], traces: &[Option<SlotTrace>]) -> Vec<String> {
-    let mut notes = Vec::new();
-    for (s, t) in slots.iter().zip(traces) {
-        let (Some(tr), Some(t)) = (&s.trace, t) else { continue };
-        let Some(asked) = tr.refs.filter(|&n| n > t.facts.records) else { continue };
-        let thread = tr.thread.map_or(String::new(), |k| format!(" (thread {k})"));
-        notes.push(format!(
-            "--refs {asked}: trace {}{thread} holds only {} references; core {} replayed it once, to its end, and stopped there (a trace is not repeated)",
-            tr.path, t.facts.records, s.core
-        ));
-    }
-    notes
-}
-
 /// Refuses a footprint larger than the tiers before the workloads are built, which
 /// takes minutes for a mix of graphs ([`Machine::new`] checks the same figures
 /// again). A policy that keeps every page in one tier (all-slow, Rainbow) names the
@@ -279,54 +113,6 @@ fn check_room<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, pcfg: &P::Con
     let info = MachineInfo::plan::<R>(&cfg.machine, build).map_err(|e| in_policy(name, e))?;
     P::new(pcfg.clone(), &info)?;
     Err(in_policy(name, too_small))
-}
-
-/// Opens every slot's source on its core, as a run reads it: a trace through its
-/// reader limited to the slot's references and checked batch by batch, a workload
-/// from its generator. Returns the feeds, one per core, and the references they will
-/// make when known (0 for the sources that do not know).
-fn open_feeds(cfg: &Config, slots: &[WorkloadSlot], traces: &[Option<SlotTrace>], tenants: u16) -> Result<(Vec<CoreFeed>, u64)> {
-    let mut feeds: Vec<CoreFeed> = (0..cfg.machine.cores)
-        .map(|_| CoreFeed { source: None, buf: Vec::with_capacity(BATCH), pos: 0, tenant: 0, keep_tenant: false, check: None, skipped: 0 })
-        .collect();
-    let va_limit = 1u64 << cfg.machine.page_table.va_bits();
-    let mut total_refs = 0u64;
-    for (s, t) in slots.iter().zip(traces) {
-        let feed = &mut feeds[s.core];
-        match (&s.trace, t) {
-            (Some(slot), Some(t)) => {
-                let opened = crate::trace::open(&slot.path, &t.opts)?;
-                total_refs += t.facts.records;
-                feed.source = Some(crate::trace::take(opened.source, slot.refs));
-                feed.keep_tenant = opened.record_tenants;
-                let footprint = t.facts.from_trailer.then(|| FootprintCheck::new(&slot.path, &t.facts));
-                feed.check = Some(TraceCheck { name: slot.path.clone(), va_limit, tenants, consumed: 0, footprint });
-            }
-            _ => {
-                let src = crate::workload::build(&s.workload, s.core as u16, s.tenant)?;
-                total_refs += src.len_hint().unwrap_or(0);
-                feed.source = Some(src);
-            }
-        }
-        feed.tenant = s.tenant;
-    }
-    Ok((feeds, total_refs))
-}
-
-/// The first pass of a policy that requires foresight: every core's references, read
-/// from sources opened a second time exactly as the run's ([`open_feeds`]), go to
-/// `Policy::foresee` batch by batch, then `Policy::foreseen`. Generators are
-/// deterministic (their seed, core and tenant fix the sequence), and traces are
-/// files (`--trace -` is refused before this), so the pass sees what the run will.
-fn foresight<R: Redirect, P: Policy<R>>(policy: &mut P, cfg: &Config, slots: &[WorkloadSlot], traces: &[Option<SlotTrace>], tenants: u16) -> Result<()> {
-    let levels = cfg.machine.page_table.levels;
-    let (mut feeds, _) = open_feeds(cfg, slots, traces, tenants)?;
-    for (core, feed) in feeds.iter_mut().enumerate() {
-        while feed.refill(levels)? {
-            policy.foresee(core, &feed.buf);
-        }
-    }
-    policy.foreseen()
 }
 
 /// A run set up and ready to simulate ([`prepare`]).
@@ -688,165 +474,6 @@ fn never_acted(name: &str, cfg: &Config, report: &Report) -> Option<String> {
     (report.summary.page_moves == 0).then(|| format!("policy {name} moved no page in the run's {seconds:.3} simulated seconds: the run shows its initial placement only"))
 }
 
-/// The cores with references left, by clock: a binary min-heap of (clock, core) in
-/// which a key may lag its core's clock, because a mechanism run by one core (a
-/// shootdown, a stall) can advance another's. Clocks never go back, so a lagging key
-/// is never above the truth: the first entry is checked against its core's clock and,
-/// if it lags, re-keyed, until the first is current. The order is then exactly that of
-/// (clock, core), as a scan of every core would give.
-///
-/// The core that runs stays first while it runs and is re-keyed in place afterwards
-/// (one sift down per slice, where a pop and a push took two). Its slice ends at the
-/// smaller key of the first's two children: a lower bound of every other core's clock,
-/// which may end a slice early when a key lags, never late; the core then simply
-/// comes first again.
-#[derive(Default)]
-struct Clocks(Vec<(u64, usize)>);
-
-impl Clocks {
-    fn push(&mut self, clock: u64, core: usize) {
-        let h = &mut self.0;
-        h.push((clock, core));
-        let mut i = h.len() - 1;
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            if h[parent] <= h[i] {
-                break;
-            }
-            h.swap(parent, i);
-            i = parent;
-        }
-    }
-
-    /// Restores the heap order below the first entry after its key grew.
-    fn sift_first(&mut self) {
-        let h = &mut self.0;
-        let mut i = 0;
-        loop {
-            let left = 2 * i + 1;
-            if left >= h.len() {
-                return;
-            }
-            let child = if left + 1 < h.len() && h[left + 1] < h[left] { left + 1 } else { left };
-            if h[i] <= h[child] {
-                return;
-            }
-            h.swap(i, child);
-            i = child;
-        }
-    }
-
-    /// The core furthest behind (lowest clock, then lowest index) and its clock, with
-    /// every lagging key met on the way brought up to date.
-    fn first<R: Redirect>(&mut self, m: &Machine<R>) -> Option<(u64, usize)> {
-        loop {
-            let &(key, core) = self.0.first()?;
-            let clock = m.cores()[core].clock;
-            debug_assert!(clock >= key, "core {core}'s clock went back from {key} to {clock}");
-            if clock == key {
-                return Some((key, core));
-            }
-            self.rekey_first(clock);
-        }
-    }
-
-    /// A lower bound of every clock but the first core's (`u64::MAX` if it is alone).
-    fn second_bound(&self) -> u64 {
-        self.0.iter().skip(1).take(2).map(|&(clock, _)| clock).min().unwrap_or(u64::MAX)
-    }
-
-    /// Gives the first core its new clock.
-    fn rekey_first(&mut self, clock: u64) {
-        self.0[0].0 = clock;
-        self.sift_first();
-    }
-
-    /// Takes the first core out (its source is exhausted).
-    fn remove_first(&mut self) {
-        let last = self.0.pop().expect("a first core to remove");
-        if let Some(first) = self.0.first_mut() {
-            *first = last;
-            self.sift_first();
-        }
-    }
-}
-
-/// A core's place in sampled mode's cycle of windows (module `machine::sampled`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Window {
-    /// A detailed run (not sampled).
-    Detailed,
-    /// The full model re-warming the caches at the start of a detailed window.
-    Warm,
-    /// The full model, fitting the cost model.
-    Fit,
-    /// Fast-forward.
-    Fast,
-    /// Epochs mode, in one of its phases (module `epochs`).
-    Epochs(epochs::Phase),
-}
-
-/// The window after `core`'s `kind` window with `left` references to go: the same
-/// one while references are left, else the next, with the cost model told.
-fn next_window<R: Redirect>(m: &mut Machine<R>, core: usize, kind: Window, left: u64, w: &SampledConfig) -> (Window, u64) {
-    if left > 0 {
-        return (kind, left);
-    }
-    match kind {
-        Window::Detailed => (Window::Detailed, u64::MAX),
-        Window::Warm => {
-            m.begin_fit(core);
-            (Window::Fit, w.detailed_refs - w.warmup_refs)
-        }
-        Window::Fit => {
-            m.end_fit(core);
-            (Window::Fast, w.period_refs - w.detailed_refs)
-        }
-        Window::Fast => {
-            m.end_fast_forward(core);
-            (Window::Warm, w.warmup_refs)
-        }
-        Window::Epochs(_) => unreachable!("epochs mode's phases follow its driver"),
-    }
-}
-
-/// Runs `core`'s references in mode `M` until its clock passes `limit`, a job it
-/// handed over wakes a thread, `max` references have run, or its source is
-/// exhausted. Returns the references run and whether the source is exhausted.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn run_slice<const M: u8, R: Redirect, P: Policy<R>>(
-    feed: &mut CoreFeed,
-    machine: &mut Machine<R>,
-    rt: &mut Runtime,
-    policy: &mut P,
-    core: usize,
-    limit: u64,
-    max: u64,
-    levels: u32,
-) -> Result<(u64, bool)> {
-    let mut n = 0;
-    while n < max {
-        if feed.pos == feed.buf.len() && !feed.refill(levels)? {
-            return Ok((n, true));
-        }
-        let a = feed.buf[feed.pos];
-        feed.pos += 1;
-        // Host prefetch only (nothing simulated): the leaf PTE of the reference four
-        // places ahead, so its host cache miss overlaps this reference's work.
-        if let Some(far) = feed.buf.get(feed.pos + 3).filter(|_| M != FAST) {
-            machine.prefetch_far(core, far);
-        }
-        let out = machine.access_in::<M, _>(core, &a, policy);
-        policy.on_reference(&a, &out, &mut Mechanisms::on_core(machine, rt, core));
-        n += 1;
-        // A job handed to a thread just now must be scheduled beside the core.
-        if machine.cores()[core].clock >= limit || rt.threads.woken() {
-            break;
-        }
-    }
-    Ok((n, false))
-}
 
 /// A build error of a policy's machine, naming the policy.
 fn in_policy(name: &str, e: anyhow::Error) -> anyhow::Error {

@@ -1,5 +1,5 @@
-//! The engine's scheduling: the heap of core clocks, epochs coalesced after a long
-//! stall, background threads interleaved with cores by clock.
+//! The engine's scheduling: epochs coalesced after a long stall, background threads
+//! interleaved with cores by clock. (The heap of core clocks is tested in `scheduler`.)
 
 use super::*;
 use crate::config::Sources;
@@ -117,38 +117,4 @@ fn a_background_job_runs_beside_the_core_and_stalls_it_only_for_interrupts() {
     assert_eq!(r.threads[0].busy_cycles, finished - submitted);
     assert_eq!(r.cores[0].stats.mechanism_cycles, 300);
     assert_eq!((r.threads[0].jobs_done, r.threads[0].ops_unfinished), (1, 0));
-}
-
-/// The heap of clocks against a plain list: random cores run (the first one gets a
-/// later clock) or run out, and after each step the first entry is the smallest
-/// (clock, core) of the list and `second_bound` is the smallest clock of the others
-/// (no key lags here, so the bound is exact).
-#[test]
-fn clocks_keep_the_core_furthest_behind_first() {
-    let mut rng = crate::rng::Rng::new(11);
-    for cores in [1usize, 2, 3, 5, 16] {
-        let mut heap = Clocks::default();
-        let mut list: Vec<(u64, usize)> = Vec::new();
-        for core in 0..cores {
-            let clock = rng.below(100);
-            heap.push(clock, core);
-            list.push((clock, core));
-        }
-        while !list.is_empty() {
-            let min = *list.iter().min().unwrap();
-            assert_eq!(heap.0[0], min, "{cores} cores: the first entry");
-            let others = list.iter().filter(|&&e| e != min).map(|&(clock, _)| clock).min().unwrap_or(u64::MAX);
-            assert_eq!(heap.second_bound(), others, "{cores} cores: the bound of the others");
-            let i = list.iter().position(|&e| e == min).unwrap();
-            if rng.chance(0.05) {
-                heap.remove_first();
-                list.swap_remove(i);
-            } else {
-                let later = min.0 + rng.below(50);
-                heap.rekey_first(later);
-                list[i].0 = later;
-            }
-        }
-        assert!(heap.0.is_empty());
-    }
 }
