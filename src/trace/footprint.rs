@@ -1,11 +1,12 @@
 //! Footprints measured from traces: the distinct 4 KiB pages each tenant touches.
 //!
-//! [`PageSet`] keeps one 512-bit bitmap per 2 MiB region touched, in a hash map
-//! keyed by tenant and region, so it costs about 80 bytes per 2 MiB region — a few
-//! bits per page of a dense footprint, 80 bytes per page of the sparsest — and it
-//! counts 4 KiB and 2 MiB pages at once. The bitmaps of the last four regions
-//! used are kept at hand, so accesses that stay among a few regions (a program's
-//! stack, heap and data) skip the hash lookup.
+//! [`PageSet`] keeps one 512-bit bitmap per 2 MiB region touched, in one vector,
+//! with a hash map from tenant and region to its place, so it costs about 90 bytes
+//! per 2 MiB region — a few bits per page of a dense footprint, 90 bytes per page
+//! of the sparsest — and it counts 4 KiB and 2 MiB pages at once. Where the
+//! regions used lately have their bitmaps is kept at hand in a small direct-mapped
+//! table, so accesses that stay among a few regions (a program's stack, heap and
+//! data) skip the hash lookup.
 //!
 //! The engine needs a trace's footprint before it builds the machine (tier
 //! capacities may be given as a share of it). Native traces written by tiersim
@@ -56,25 +57,26 @@ pub fn page_key(tenant: u16, vaddr: u64) -> u64 {
     (tenant as u64) << 48 | vaddr >> 12
 }
 
-/// Regions whose bitmaps [`PageSet`] keeps at hand.
-const RECENT: usize = 4;
+/// Regions [`PageSet`] remembers where to find without a hash lookup (a
+/// direct-mapped table by region number).
+const AT_HAND: usize = 64;
 /// A key no region has (tenants have 16 bits above the 36-bit region number).
 const NO_REGION: u64 = u64::MAX;
 
 /// The distinct 4 KiB pages touched, per tenant.
 pub struct PageSet {
-    regions: IntMap<u64, [u64; 8]>,
-    /// The regions used last and their bitmaps, which live here (not in
-    /// `regions`) while they are at hand; replaced round robin.
-    keys: [u64; RECENT],
-    bits: [[u64; 8]; RECENT],
-    last: usize,
-    next: usize,
+    /// Region key → index of its bitmap in `bits`.
+    index: IntMap<u64, u32>,
+    /// One 512-bit bitmap per region touched, and its key.
+    bits: Vec<[u64; 8]>,
+    keys: Vec<u64>,
+    /// (key, index) of regions used lately, at `key % AT_HAND`.
+    at_hand: [(u64, u32); AT_HAND],
 }
 
 impl Default for PageSet {
     fn default() -> PageSet {
-        PageSet { regions: IntMap::default(), keys: [NO_REGION; RECENT], bits: [[0; 8]; RECENT], last: 0, next: 0 }
+        PageSet { index: IntMap::default(), bits: Vec::new(), keys: Vec::new(), at_hand: [(NO_REGION, 0); AT_HAND] }
     }
 }
 
@@ -88,34 +90,31 @@ impl PageSet {
     #[inline]
     pub fn add(&mut self, a: &Access) {
         let key = region_key(a.tenant, a.vaddr);
-        if self.keys[self.last] != key {
-            self.last = self.slot(key);
-        }
+        let slot = key as usize % AT_HAND;
+        let (k, at) = self.at_hand[slot];
+        let at = if k == key { at } else { self.look_up(key, slot) };
         let page = (a.vaddr >> 12) & 511;
-        self.bits[self.last][(page >> 6) as usize] |= 1 << (page & 63);
+        self.bits[at as usize][(page >> 6) as usize] |= 1 << (page & 63);
     }
 
-    /// The slot holding region `key`, loading it in place of the oldest if needed.
-    fn slot(&mut self, key: u64) -> usize {
-        if let Some(i) = self.keys.iter().position(|&k| k == key) {
-            return i;
-        }
-        let i = self.next;
-        self.next = (i + 1) % RECENT;
-        if self.keys[i] != NO_REGION {
-            self.regions.insert(self.keys[i], self.bits[i]);
-        }
-        self.bits[i] = self.regions.remove(&key).unwrap_or([0; 8]);
-        self.keys[i] = key;
-        i
+    /// The bitmap index of region `key`, a new bitmap for a region not seen
+    /// before; remembered at `slot`.
+    fn look_up(&mut self, key: u64, slot: usize) -> u32 {
+        let (bits, keys) = (&mut self.bits, &mut self.keys);
+        let at = *self.index.entry(key).or_insert_with(|| {
+            bits.push([0; 8]);
+            keys.push(key);
+            (bits.len() - 1) as u32
+        });
+        self.at_hand[slot] = (key, at);
+        at
     }
 
     /// Returns, for every tenant that touched memory, its 4 KiB and 2 MiB page counts,
     /// by tenant.
     pub fn per_tenant(&self) -> Vec<TenantPages> {
         let mut by: std::collections::BTreeMap<u16, TenantPages> = Default::default();
-        let at_hand = self.keys.iter().zip(&self.bits).filter(|(&k, _)| k != NO_REGION);
-        for (&key, bits) in self.regions.iter().chain(at_hand) {
+        for (&key, bits) in self.keys.iter().zip(&self.bits) {
             let pages: u64 = bits.iter().map(|w| w.count_ones() as u64).sum();
             if pages > 0 {
                 let tenant = (key >> 48) as u16;
@@ -417,15 +416,20 @@ mod tests {
             s.per_tenant(),
             [TenantPages { tenant: 0, pages_4k: 3, pages_2m: 2 }, TenantPages { tenant: 1, pages_4k: 1, pages_2m: 1 }]
         );
-        // Six regions in turn, twice, two pages each: more regions than are kept at
-        // hand, so bitmaps go to the map and come back.
+        // Six regions 64 apart in turn (so they share one place at hand), twice,
+        // two pages each, and tenant 1 in the same regions: each time looked up again.
         let mut s = PageSet::new();
         for round in 0..2u64 {
             for r in 0..6u64 {
-                s.add(&Access { vaddr: r << 21 | round << 12, ..Access::default() });
+                for tenant in 0..2 {
+                    s.add(&Access { tenant, vaddr: (r * AT_HAND as u64) << 21 | round << 12, ..Access::default() });
+                }
             }
         }
-        assert_eq!(s.per_tenant(), [TenantPages { tenant: 0, pages_4k: 12, pages_2m: 6 }]);
+        assert_eq!(
+            s.per_tenant(),
+            [TenantPages { tenant: 0, pages_4k: 12, pages_2m: 6 }, TenantPages { tenant: 1, pages_4k: 12, pages_2m: 6 }]
+        );
     }
 
     #[test]

@@ -154,6 +154,23 @@ impl Runs {
         push_split(out, Access { flags: super::WRITE, ..Access::default() }, addr, size);
     }
 
+    /// Hands back the instruction just begun when it is all that is in hand (no
+    /// access of it yet, no earlier instruction held, no run): returns the
+    /// instructions before it, as its first access would count them, and leaves
+    /// `self` as new. Giving the same instruction back with
+    /// `plain_instructions(n)` and `instruction(ip)` restores this state, so a
+    /// caller may take such instructions through a faster path of its own while
+    /// they cannot join a run (the QEMU recorder does).
+    pub fn take_lone_instruction(&mut self) -> Option<u64> {
+        let h = &self.held;
+        if self.run.active || h.n > 0 || h.direct || h.ip.is_none() {
+            return None;
+        }
+        let before = self.pending.saturating_sub(1);
+        *self = Runs::default();
+        Some(before)
+    }
+
     /// Emits everything in hand (at the end of the stream).
     pub fn finish(&mut self, out: &mut Vec<Access>) {
         self.end_instruction(out);

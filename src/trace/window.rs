@@ -119,6 +119,10 @@ impl Windows {
     pub fn apply(&mut self, batch: &mut Vec<Access>) {
         let s = self.sampling;
         let whole = s.is_whole();
+        if whole {
+            self.count_whole(batch);
+            return;
+        }
         let end = s.end().unwrap_or(u64::MAX);
         let (threads, marks) = (&mut self.threads, &mut self.marks);
         batch.retain_mut(|a| {
@@ -132,19 +136,44 @@ impl Windows {
             // Past the end of the windows nothing is kept or counted: the trace
             // covers the run up to there.
             t.program_instructions = (own + 1).min(end);
-            if !whole {
-                if !s.keeps(own) {
-                    return false;
-                }
-                // The kept instructions since the last kept access: the rest of its
-                // window and the start of this one, replayed back to back.
-                a.instrs = (s.kept_before(own) - s.kept_before(marks[core])).min(u32::MAX as u64) as u32;
-                marks[core] = own + 1;
+            if !s.keeps(own) {
+                return false;
             }
+            // The kept instructions since the last kept access: the rest of its
+            // window and the start of this one, replayed back to back.
+            a.instrs = (s.kept_before(own) - s.kept_before(marks[core])).min(u32::MAX as u64) as u32;
+            marks[core] = own + 1;
             t.records += 1;
             t.instructions += a.instrs as u64 + 1;
             true
         });
+    }
+
+    /// Counts the accesses of `batch` when every one is kept: per stretch of one
+    /// core, its records and instructions at once.
+    fn count_whole(&mut self, batch: &[Access]) {
+        let mut rest = batch;
+        while let Some(first) = rest.first() {
+            let core = first.core;
+            let len = rest.iter().position(|a| a.core != core).unwrap_or(rest.len());
+            let (stretch, after) = rest.split_at(len);
+            let instrs = stretch.iter().map(|a| a.instrs as u64).sum::<u64>() + len as u64;
+            let t = self.thread(core as usize);
+            t.records += len as u64;
+            t.instructions += instrs;
+            t.program_instructions += instrs;
+            rest = after;
+        }
+    }
+
+    /// The counts of core `core`, added (with those of lower cores) if new.
+    #[inline]
+    fn thread(&mut self, core: usize) -> &mut ThreadCounts {
+        if core >= self.threads.len() {
+            self.threads.extend((self.threads.len()..=core).map(|c| ThreadCounts { core: c as u16, ..ThreadCounts::default() }));
+            self.marks.resize(core + 1, 0);
+        }
+        &mut self.threads[core]
     }
 
     /// Whether core `core` has run past the last instruction it could keep.

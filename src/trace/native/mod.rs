@@ -96,13 +96,21 @@ impl Prev {
     const START: Prev = Prev { vaddr: 0, size: 8, instrs: 0, core: 0, tenant: 0 };
 }
 
+/// Bytes of a block of the longest records, the room a writer's buffer keeps.
+pub(super) const RAW_BYTES: usize = BLOCK_RECORDS * MAX_RECORD_BYTES;
+
+/// Writes `v` as a varint at the start of `out` (at least 10 bytes); returns its
+/// length.
 #[inline]
-pub(super) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(super) fn put_varint_at(out: &mut [u8], mut v: u64) -> usize {
+    let mut i = 0;
     while v >= 0x80 {
-        out.push(v as u8 | 0x80);
+        out[i] = v as u8 | 0x80;
         v >>= 7;
+        i += 1;
     }
-    out.push(v as u8);
+    out[i] = v as u8;
+    i + 1
 }
 
 #[inline]

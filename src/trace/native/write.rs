@@ -15,7 +15,11 @@ pub struct Written {
 pub struct NativeWriter<W: Write> {
     pub(super) out: W,
     pub(super) flags: u16,
+    /// The block being encoded: `raw[..raw_len]`. The buffer keeps room for a
+    /// block of the longest records ([`RAW_BYTES`]), so records are written in
+    /// place without growing it.
     pub(super) raw: Vec<u8>,
+    pub(super) raw_len: usize,
     pub(super) zbuf: Vec<u8>,
     pub(super) n: usize,
     pub(super) prev: Prev,
@@ -33,7 +37,8 @@ pub struct NativeWriter<W: Write> {
 /// order, as they come back. At most [`Beside::MAX_IN_FLIGHT`] blocks are out at a
 /// time, so memory stays bounded when compression is the slower side.
 pub(super) struct Beside {
-    pub(super) to: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    /// Raw buffers and the length of the block in each.
+    pub(super) to: Option<std::sync::mpsc::SyncSender<(Vec<u8>, usize)>>,
     pub(super) from: std::sync::mpsc::Receiver<Compressed>,
     /// Blocks sent and not yet written, with their record counts, oldest first.
     pub(super) in_flight: std::collections::VecDeque<usize>,
@@ -43,7 +48,7 @@ pub(super) struct Beside {
 }
 
 /// A block compressed by [`Beside`]'s thread: its raw length, the frame, and the raw
-/// buffer handed back (emptied).
+/// buffer handed back.
 type Compressed = io::Result<(usize, Vec<u8>, Vec<u8>)>;
 
 impl Beside {
@@ -51,18 +56,14 @@ impl Beside {
 
     fn start() -> Result<Beside> {
         let mut comp = new_compressor()?;
-        let (to, blocks) = std::sync::mpsc::sync_channel::<Vec<u8>>(Self::MAX_IN_FLIGHT);
+        let (to, blocks) = std::sync::mpsc::sync_channel::<(Vec<u8>, usize)>(Self::MAX_IN_FLIGHT);
         let (done, from) = std::sync::mpsc::channel::<Compressed>();
         let worker = std::thread::Builder::new()
             .name("tiersim-zstd".into())
             .spawn(move || {
-                for mut raw in blocks {
-                    let mut z = Vec::with_capacity(zstd::zstd_safe::compress_bound(raw.len()));
-                    let r = comp.compress_to_buffer(&raw[..], &mut z).map(|_| {
-                        let len = raw.len();
-                        raw.clear();
-                        (len, z, raw)
-                    });
+                for (raw, len) in blocks {
+                    let mut z = Vec::with_capacity(zstd::zstd_safe::compress_bound(len));
+                    let r = comp.compress_to_buffer(&raw[..len], &mut z).map(|_| (len, z, raw));
                     if done.send(r).is_err() {
                         return;
                     }
@@ -114,7 +115,8 @@ impl<W: Write> NativeWriter<W> {
         Ok(NativeWriter {
             out,
             flags,
-            raw: Vec::with_capacity(BLOCK_RECORDS * 4),
+            raw: vec![0; RAW_BYTES],
+            raw_len: 0,
             zbuf: Vec::new(),
             n: 0,
             prev: Prev::START,
@@ -145,51 +147,79 @@ impl<W: Write> NativeWriter<W> {
     /// its address below 2^57.
     #[inline]
     pub fn push(&mut self, a: &Access) -> Result<()> {
-        if a.vaddr >= VA_LIMIT || a.size == 0 || (a.vaddr & (LINE_BYTES - 1)) + a.size as u64 > LINE_BYTES {
-            bail!("record {}: cannot write address {:#x} size {} (below 2^57, 1–64 bytes within one line)", self.records, a.vaddr, a.size);
+        self.push_all(std::slice::from_ref(a))
+    }
+
+    /// Appends the records of `batch` in order, each as [`NativeWriter::push`]
+    /// does; on a record it cannot write, the ones before it are kept.
+    pub fn push_all(&mut self, batch: &[Access]) -> Result<()> {
+        let mut rest = batch;
+        while !rest.is_empty() {
+            let (now, after) = rest.split_at(rest.len().min(BLOCK_RECORDS - self.n));
+            self.encode(now)?;
+            if self.n == BLOCK_RECORDS {
+                self.flush_block()?;
+            }
+            rest = after;
         }
-        let core = if self.flags & FLAG_CORE != 0 { a.core } else { 0 };
-        let tenant = if self.flags & FLAG_TENANT != 0 { a.tenant } else { 0 };
-        let p = self.prev;
-        let mut h = a.flags & (R_WRITE | R_DEPENDENT);
-        if a.size != p.size {
-            h |= R_SIZE;
+        Ok(())
+    }
+
+    /// Encodes `records`, which fit in the current block, with the previous record
+    /// and the write position held in locals.
+    #[inline]
+    fn encode(&mut self, records: &[Access]) -> Result<()> {
+        let (cores, tenants) = (self.flags & FLAG_CORE != 0, self.flags & FLAG_TENANT != 0);
+        let (raw, pages) = (&mut self.raw[..], &mut self.pages);
+        let (mut w, mut p) = (self.raw_len, self.prev);
+        // The block's first record has no previous one whose page it could share.
+        let mut same_page_possible = self.n > 0;
+        for (k, a) in records.iter().enumerate() {
+            if a.vaddr >= VA_LIMIT || a.size == 0 || (a.vaddr & (LINE_BYTES - 1)) + a.size as u64 > LINE_BYTES {
+                (self.raw_len, self.prev, self.n) = (w, p, self.n + k);
+                self.records += k as u64;
+                bail!("record {}: cannot write address {:#x} size {} (below 2^57, 1–64 bytes within one line)", self.records, a.vaddr, a.size);
+            }
+            let core = if cores { a.core } else { 0 };
+            let tenant = if tenants { a.tenant } else { 0 };
+            let instrs_code = if a.instrs == p.instrs {
+                0
+            } else if a.instrs == 0 {
+                1
+            } else {
+                2
+            };
+            let h = a.flags & (R_WRITE | R_DEPENDENT)
+                | if a.size != p.size { R_SIZE } else { 0 }
+                | instrs_code << R_INSTRS_SHIFT
+                | if core != p.core { R_CORE } else { 0 }
+                | if tenant != p.tenant { R_TENANT } else { 0 };
+            let out = &mut raw[w..w + MAX_RECORD_BYTES];
+            out[0] = h;
+            let mut len = 1 + put_varint_at(&mut out[1..], zigzag(a.vaddr.wrapping_sub(p.vaddr) as i64));
+            if h & R_SIZE != 0 {
+                out[len] = a.size;
+                len += 1;
+            }
+            if instrs_code == 2 {
+                len += put_varint_at(&mut out[len..], a.instrs as u64);
+            }
+            if h & R_CORE != 0 {
+                len += put_varint_at(&mut out[len..], core as u64);
+            }
+            if h & R_TENANT != 0 {
+                len += put_varint_at(&mut out[len..], tenant as u64);
+            }
+            w += len;
+            // A record in the page of the previous one adds no page.
+            if !same_page_possible || (a.vaddr ^ p.vaddr) >> 12 != 0 || tenant != p.tenant {
+                pages.add(&Access { tenant, ..*a });
+            }
+            same_page_possible = true;
+            p = Prev { vaddr: a.vaddr, size: a.size, instrs: a.instrs, core, tenant };
         }
-        let instrs_code = if a.instrs == p.instrs {
-            0
-        } else if a.instrs == 0 {
-            1
-        } else {
-            2
-        };
-        h |= instrs_code << R_INSTRS_SHIFT;
-        if core != p.core {
-            h |= R_CORE;
-        }
-        if tenant != p.tenant {
-            h |= R_TENANT;
-        }
-        self.raw.push(h);
-        put_varint(&mut self.raw, zigzag(a.vaddr.wrapping_sub(p.vaddr) as i64));
-        if h & R_SIZE != 0 {
-            self.raw.push(a.size);
-        }
-        if instrs_code == 2 {
-            put_varint(&mut self.raw, a.instrs as u64);
-        }
-        if h & R_CORE != 0 {
-            put_varint(&mut self.raw, core as u64);
-        }
-        if h & R_TENANT != 0 {
-            put_varint(&mut self.raw, tenant as u64);
-        }
-        self.prev = Prev { vaddr: a.vaddr, size: a.size, instrs: a.instrs, core, tenant };
-        self.pages.add(&Access { tenant, ..*a });
-        self.n += 1;
-        self.records += 1;
-        if self.n == BLOCK_RECORDS {
-            self.flush_block()?;
-        }
+        (self.raw_len, self.prev, self.n) = (w, p, self.n + records.len());
+        self.records += records.len() as u64;
         Ok(())
     }
 
@@ -198,9 +228,9 @@ impl<W: Write> NativeWriter<W> {
             return Ok(());
         }
         if let Some(b) = &mut self.beside {
-            let next = b.spare.pop().unwrap_or_else(|| Vec::with_capacity(BLOCK_RECORDS * 4));
+            let next = b.spare.pop().unwrap_or_else(|| vec![0; RAW_BYTES]);
             let raw = std::mem::replace(&mut self.raw, next);
-            let sent = b.to.as_ref().is_some_and(|to| to.send(raw).is_ok());
+            let sent = b.to.as_ref().is_some_and(|to| to.send((raw, self.raw_len)).is_ok());
             if !sent {
                 bail!("native writer: the compressing thread stopped");
             }
@@ -208,12 +238,12 @@ impl<W: Write> NativeWriter<W> {
             self.write_compressed(Beside::MAX_IN_FLIGHT - 1)?;
         } else {
             self.zbuf.clear();
-            self.zbuf.reserve(zstd::zstd_safe::compress_bound(self.raw.len()));
-            self.comp.compress_to_buffer(&self.raw[..], &mut self.zbuf)?;
-            Self::write_block(&mut self.out, &mut self.offset, self.n, self.raw.len(), &self.zbuf)?;
-            self.raw.clear();
+            self.zbuf.reserve(zstd::zstd_safe::compress_bound(self.raw_len));
+            self.comp.compress_to_buffer(&self.raw[..self.raw_len], &mut self.zbuf)?;
+            Self::write_block(&mut self.out, &mut self.offset, self.n, self.raw_len, &self.zbuf)?;
         }
         self.n = 0;
+        self.raw_len = 0;
         self.prev = Prev::START;
         Ok(())
     }

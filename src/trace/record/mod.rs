@@ -240,9 +240,7 @@ impl Sink {
     /// Writes the accesses of `batch` that fall in windows (and empties it).
     fn push(&mut self, batch: &mut Vec<Access>) -> Result<()> {
         self.windows.apply(batch);
-        for a in batch.iter() {
-            self.writer.push(a).map_err(|e| sink_error(&self.path, e))?;
-        }
+        self.writer.push_all(batch).map_err(|e| sink_error(&self.path, e))?;
         batch.clear();
         Ok(())
     }
