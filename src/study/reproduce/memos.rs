@@ -1,13 +1,17 @@
 //! memos (Liu et al., "memos: a full hierarchy hybrid memory management framework")
 //! on the memos preset (docs/policies/memos.md, "Measured"): DRAM and NVM channels
-//! side by side, 64 MiB footprints per program, every page born in NVM (§7.1), memos
+//! side by side, 256 MiB per program (64 MiB with `--quick`), every page born in NVM (§7.1), memos
 //! beside DRAM-only (`all-fast`), NVM-only (`all-slow`), channel interleaving (the
 //! paper's baseline, §7.1 footnote 4) and, with two programs, vertical cache-bank
 //! colouring (§7.3); on `kv` alone also memos' sensitivity to its parameters.
 //!
-//! memos' periods run 5 times faster than its defaults (a sampling every 5 ms, a
-//! round every 4 s), so that a run of about 16 simulated seconds sees 4 rounds: at the
-//! paper's time scale a run needs about 9 minutes of wall time per program.
+//! memos runs at the paper's own time scale, in epochs mode (docs/epochs.md): a
+//! sampling every 25 ms, 100 samplings a pass, a placement round every 20 s (§4.2,
+//! §5.3), for 210 simulated seconds (10 rounds); `--quick` keeps the periods and runs
+//! `kv` alone, smaller, for 70 s (3 rounds). The footprints are smaller than the
+//! paper's 4 GB of DRAM beside 4–16 GB of NVM: memos' SysMon settles every page's
+//! bits at every sampling, and that bounds what a run can afford (docs/policies/memos.md,
+//! "Measured").
 
 use super::{fmt, number, signed_pct, spec, Claim, Paper, Results, Row};
 use crate::study::Spec;
@@ -23,14 +27,13 @@ pub const PAPER: Paper = Paper {
     on_scoreboard: true,
 };
 
-/// The sets of programs: name, what runs (one program per core), references per core
-/// for the full matrix (about 16 simulated seconds under interleave), whether the
-/// quick matrix runs it, and whether `cache-bank-colouring` runs too (it partitions
+/// The sets of programs: name, what runs (one program per core), whether the quick
+/// matrix runs it, and whether `cache-bank-colouring` runs too (it partitions
 /// between programs, so only with two).
-const SETS: &[(&str, &str, u64, bool, bool)] = &[
-    ("kv", r#"workload = "kv""#, 2_240_000_000, true, false),
-    ("gups-chase", r#"mix = "gups,chase""#, 212_000_000, false, true),
-    ("kv-stream", r#"mix = "kv,stream""#, 1_650_000_000, false, true),
+const SETS: &[(&str, &str, bool, bool)] = &[
+    ("kv", r#"workload = "kv""#, true, false),
+    ("gups-chase", r#"mix = "gups,chase""#, false, true),
+    ("kv-stream", r#"mix = "kv,stream""#, false, true),
 ];
 
 /// memos' sensitivity on `kv`: the parameter, the values run beside its default,
@@ -42,50 +45,59 @@ const SENSITIVITY: &[(&str, &[&str], &str, &str)] = &[
     ("dma_demotions", &["false"], "§6.3", "DMA migration cuts the overhead further"),
 ];
 
-/// The quick matrix runs the full one's references per core divided by this.
-const QUICK_REFS: u64 = 4;
-
-/// memos' time scale: the sampling period and the round, in the full matrix (the
-/// defaults divided by 5) and the quick one (divided by 20, with a quarter of the
-/// references: 4 rounds either way).
-fn periods(quick: bool) -> (f64, f64) {
+/// The run's horizon in simulated seconds: 10 of memos' 20 s rounds, 3 with `--quick`,
+/// and half a round after the last, so that it completes (a round falls due at the
+/// end of its eighth pass).
+fn seconds(quick: bool) -> u32 {
     if quick {
-        (1.25, 1.0)
+        70
     } else {
-        (5.0, 4.0)
+        210
     }
 }
 
-fn run_text(programs: &str, refs: u64, quick: bool) -> String {
-    let (sampling_ms, round_s) = periods(quick);
+/// The footprint per program: as large as the full matrix's wall time allows (about
+/// 3 minutes for a memos run of 210 s on this 2-core machine: docs/policies/memos.md).
+fn footprint(quick: bool) -> &'static str {
+    if quick {
+        "64MiB"
+    } else {
+        "256MiB"
+    }
+}
+
+/// Every run: the memos preset in epochs mode with memos' own periods, one report
+/// point per simulated second (3.2·10⁹ cycles at the preset's 3.2 GHz).
+fn run_text(programs: &str, quick: bool) -> String {
     format!(
         r#"[run]
 preset = "memos"
+mode = "epochs"
 {programs}
-footprint = "64MiB"
-refs = {refs}
-set.'policy.memos.sampling_interval_ms' = {sampling_ms}
-set.'policy.memos.interval_s' = {round_s}
-"#
+footprint = "{}"
+seconds = {}
+set.'engine.epoch_cycles' = 3200000000
+"#,
+        footprint(quick),
+        seconds(quick)
     )
 }
 
 fn sweeps(quick: bool) -> Vec<Spec> {
     let mut specs = Vec::new();
-    for &(name, programs, full_refs, in_quick, colouring) in SETS {
+    for &(name, programs, in_quick, colouring) in SETS {
         if quick && !in_quick {
             continue;
         }
-        let refs = if quick { full_refs / QUICK_REFS } else { full_refs };
         let colouring = if colouring { r#", "cache-bank-colouring""# } else { "" };
         let text = format!(
             "baseline = \"interleave\"\n{}[axes]\npolicy = [\"all-fast\", \"all-slow\", \"interleave\", \"memos\"{colouring}]\n",
-            run_text(programs, refs, quick)
+            run_text(programs, quick)
         );
         specs.push(spec(name, &text));
         if name == "kv" && !quick {
             for (key, values, _, _) in SENSITIVITY {
-                let text = format!("{}policy = \"memos\"\n[axes]\n'policy.memos.{key}' = [{}]\n", run_text(programs, refs, quick), values.join(", "));
+                let text = format!("{}policy = \"memos\"\n[axes]\n'policy.memos.{key}' = [{}]\n", run_text(programs, quick), values.join(", "));
                 specs.push(spec(&format!("kv-{key}"), &text));
             }
         }
@@ -93,18 +105,32 @@ fn sweeps(quick: bool) -> Vec<Spec> {
     specs
 }
 
-fn setting(quick: bool, _: &Results) -> String {
-    let text = if quick {
-        "--quick: kv alone (no two-program sets, so no cache-bank-colouring) and no sensitivity runs; memos' periods divided by 20 (a sampling every 1.25 ms, \
-         a round every 1 s) over a quarter of the full matrix's references (about 4 simulated s, 4 rounds), so SysMon's scans take about 4 times the full \
-         matrix's share of the run and a page is seen in fewer samplings. \
-         The paper: SPEC, Memcached and Redis on 4 GB of DRAM beside 4–16 GB of NVM, 20 s rounds, runs of minutes; here 64 MiB per program, every page born in NVM."
-    } else {
-        "memos' periods divided by 5 (a sampling every 5 ms, a round every 4 s), about 16–21 simulated s per run (4 rounds); 64 MiB per program, every page born in NVM; \
-         the paper: SPEC, Memcached and Redis on 4 GB of DRAM beside 4–16 GB of NVM, 20 s rounds, runs of minutes. Fig. 17's gain is measured with DRAM in all \
-         channels and many programs injected over time, which we do not run."
+fn setting(quick: bool, res: &Results) -> String {
+    let (secs, fp) = (seconds(quick), footprint(quick));
+    let which = if quick { "--quick: kv alone (no two-program sets, so no cache-bank-colouring) and no sensitivity runs; " } else { "" };
+    // The rounds memos completed, from its per-pass series (passes per round from its
+    // report), over the runs that have one.
+    let rounds: Vec<u64> = res
+        .sweeps
+        .iter()
+        .flat_map(|(_, runs)| runs.iter().filter_map(|r| r.report.as_ref()))
+        .filter(|r| r["policy"] == "memos")
+        .filter_map(|r| {
+            let passes = r["policy_report"]["passes"].as_u64()?;
+            Some(passes / r["policy_report"]["passes_per_round"].as_u64()?.max(1))
+        })
+        .collect();
+    let done = match (rounds.iter().min(), rounds.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => format!(" ({lo} rounds completed)"),
+        (Some(lo), Some(hi)) => format!(" ({lo}–{hi} rounds completed)"),
+        _ => String::new(),
     };
-    text.into()
+    format!(
+        "{which}memos' own periods (a sampling every 25 ms, 100 samplings a pass, a round every 20 s) in epochs mode (docs/epochs.md), {secs} simulated s per run{done}; \
+         {fp} per program, every page born in NVM; the paper: SPEC, Memcached and Redis on 4 GB of DRAM beside 4–16 GB of NVM, runs of minutes. \
+         Epochs mode times a mix from calibrations in which the other programs take bank and bus time but no LLC space (docs/epochs.md, \"Calibrating under load\"). \
+         Fig. 17's gain is measured with DRAM in all channels and many programs injected over time, which we do not run."
+    )
 }
 
 /// Figure `key` of tier `i` of run `r` (0 when the run has no such tier).
@@ -166,19 +192,19 @@ fn migration_busy(m: &Value) -> Option<(f64, String)> {
 }
 
 /// The causes of "Against the paper" (docs/policies/memos.md), row by row.
-const START_IN_NVM: &str = "Every page starts in NVM and the first round comes only after 4 s (periods ÷ 5; 1 s with --quick): most writes of a short program \
-happen in NVM before its pages move; kv's updates spread over most of its 64 MiB, of which DRAM holds half.";
-const LIFETIME: &str = "The baseline (interleave) already sends half the writes to DRAM; the paper's baseline lifetimes come from its own \
-emulation of SPEC and memcached, whose write sets are smaller than our footprints; on gups+chase the writes before the first round dominate.";
+const START_IN_NVM: &str = "Every page starts in NVM and the first round comes only after 20 s (a tenth of the full run, a third of --quick's): \
+the writes before it happen in NVM; kv's updates spread over most of its footprint, of which DRAM holds half.";
+const LIFETIME: &str = "The baseline (interleave) already sends half the writes to DRAM, so the lifetime at most doubles when NVM's \
+writes halve; the paper's baseline lifetimes come from its own emulation of SPEC and memcached, whose write sets are smaller than our footprints.";
 const NVM_LATENCY: &str = "Our PCM reads (75 ns on a row miss) are about twice DRAM's, so NVM-only's AMAT is not far from DRAM-only's; \
 energy follows the writes that left NVM.";
 const BANKS: &str = "Active pages per NVM bank fall once the first round has moved the hot pages to DRAM and rebalanced the rest: \
 fewer NVM pages stay active, beside the rebalancing the paper measures.";
 const THRASHING: &str = "Accessed bits cannot tell a streaming page from a hot page whose lines stay cached: kv's hottest pages are seen \
-at every sampling, classified thrashing and confined to slab 0 (1/16 of the LLC); with thrash_max_gap = 0 the misses are +2 %.";
-const NVM_TRAFFIC: &str = "kv's updates spread over most of its 64 MiB, of which DRAM holds half, so many of its writes stay in NVM; \
+at every sampling, classified thrashing and confined to slab 0 (1/16 of the LLC); with thrash_max_gap = 0 the misses are +2.7 % on kv (full matrix).";
+const NVM_TRAFFIC: &str = "kv's updates spread over most of its footprint, of which DRAM holds half, so many of its writes stay in NVM; \
 on kv+stream, stream's written arrays are write-dominated every pass although each page is touched rarely: they fill DRAM first (WD before RD, \
-§5.3) and kv's hot read pages stay in NVM; on gups+chase most writes come before the first round.";
+§5.3) beside kv's hot read pages.";
 const THROUGHPUT: &str = "Fig. 17 is measured on an all-DRAM machine (§7.3) with many SPEC programs injected over time, where the gain is \
 partitioning cache, banks and channels among interfering programs; our mixes have one or two programs, and the thrashing class costs kv LLC hits.";
 const MIGRATION: &str = "The paper does not say what its 8 % is relative to; ours is the share of the run the migration thread and the \
@@ -186,7 +212,7 @@ DMA engine were busy, the nearest figure, not the same one.";
 
 fn table(res: &Results) -> Vec<Row> {
     let mut rows = Vec::new();
-    for &(set, _, _, _, _) in SETS {
+    for &(set, _, _, _) in SETS {
         if !res.sweeps.iter().any(|(s, _)| s.name == set) {
             continue;
         }
