@@ -487,6 +487,15 @@ mod tests {
         assert_eq!(banks.verdict(), None);
     }
 
+    /// The setting names the rounds memos completed, from its report: 84 passes of
+    /// 2.5 s, 8 to a round, are 10 rounds (the eleventh half done).
+    #[test]
+    fn the_setting_counts_the_rounds_memos_completed() {
+        let m = json!({ "policy": "memos", "policy_report": { "passes": 84, "passes_per_round": 8 } });
+        let text = setting(false, &results_of("kv", vec![(&[("policy", "memos")], m)]));
+        assert!(text.contains("210 simulated s per run (10 rounds completed); 256MiB per program"), "{text}");
+    }
+
     #[test]
     fn the_full_matrix_is_the_docs() {
         let specs = sweeps(false);
@@ -494,10 +503,18 @@ mod tests {
         let names = ["kv", "kv-k_len", "kv-hot_share", "kv-thrash_max_gap", "kv-dma_demotions", "gups-chase", "kv-stream"];
         assert_eq!(runs, names.iter().zip([4, 2, 2, 1, 1, 5, 5]).map(|(n, r)| (n.to_string(), r)).collect::<Vec<_>>());
         let kv = specs[0].points();
+        // memos' own periods (its defaults, not set), epochs mode, ten rounds.
         let memos = kv.iter().find(|p| p.options["policy"] == "memos").expect("memos");
-        assert_eq!(memos.options["policy.memos.sampling_interval_ms"], "5");
-        assert_eq!(memos.options["policy.memos.interval_s"], "4");
-        assert_eq!(memos.options["refs"], "2240000000");
+        assert!(!memos.options.contains_key("policy.memos.sampling_interval_ms"));
+        assert!(!memos.options.contains_key("policy.memos.interval_s"));
+        assert!(!memos.options.contains_key("refs"));
+        assert_eq!(memos.options["mode"], "epochs");
+        assert_eq!(memos.options["seconds"], "210");
+        assert_eq!(memos.options["footprint"], "256MiB");
+        let quick = sweeps(true);
+        assert_eq!(quick.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["kv"]);
+        let q = quick[0].points();
+        assert_eq!((q[0].options["seconds"].as_str(), q[0].options["footprint"].as_str()), ("70", "64MiB"));
         let dma = specs[4].points();
         assert_eq!(dma[0].options["policy.memos.dma_demotions"], "false");
         assert_eq!(specs[6].points()[0].options["mix"], "kv,stream");
