@@ -236,16 +236,6 @@ pub struct Pages {
     /// Whether an entry of the tenant was ever poisoned or set to trap: until then a
     /// drop has no trapping pages to look for (and a whole-space drop no table to walk).
     may_trap: bool,
-    /// Moves on whenever an entry of the tenant may have come to trap (poisoned, or
-    /// set to trap) and whenever its leaves took new slots (a split or a merge, which
-    /// copy an entry's bits; a move keeps its slot, a first touch's new leaf is clear).
-    trap_version: u64,
-    /// The leaves whose entries were poisoned or set to trap, as (managed address,
-    /// bytes, slot) by address, from one walk over the whole table at `trap_version`
-    /// (the first of the pair): a drop of many pages reads them instead of walking
-    /// its range. A leaf found clear leaves the list; an entry comes to trap again
-    /// only by a change that moves the version on.
-    trap_leaves: Option<(u64, Vec<(u64, u64, usize)>)>,
     tiers: usize,
     /// A VM's guest mapping: each page's guest-physical page, and each guest-physical
     /// page's page ([`NONE`] where there is none); and the lazy state of the guest
@@ -490,8 +480,6 @@ impl Pages {
             first_touch: Vec::new(),
             marked: Vec::new(),
             may_trap: false,
-            trap_version: 0,
-            trap_leaves: None,
             tiers,
             guest: s.vm.then(|| Guest { gpfn: vec![NONE; n], page: Vec::new(), since: vec![0.0; n], pend_a: vec![0.0; n], pend_d: vec![0.0; n], tables: Vec::new(), tables_listed: 0, tables_rated: None }),
             load_misses: Vec::new(),
@@ -1324,16 +1312,6 @@ impl<R: Redirect> Machine<R> {
     pub(crate) fn epochs_may_trap(&mut self, tenant: u16) {
         if let Some(p) = self.epochs.as_deref_mut().and_then(|e| e.tenants.get_mut(tenant as usize)) {
             p.may_trap = true;
-            p.trap_version += 1;
-        }
-    }
-
-    /// Notes for epochs mode that leaves of `tenant` took new slots (a huge page split
-    /// or base pages merged): the trapping leaves kept for whole drops are void.
-    #[inline]
-    pub(crate) fn epochs_relaid(&mut self, tenant: u16) {
-        if let Some(p) = self.epochs.as_deref_mut().and_then(|e| e.tenants.get_mut(tenant as usize)) {
-            p.trap_version += 1;
         }
     }
 
@@ -1411,39 +1389,24 @@ impl<R: Redirect> Machine<R> {
             }
         }
         for (tenant, vpn, n) in std::mem::take(&mut e.dropped) {
-            // The pages that trap (poisoned, or their move has them trap), from one
-            // walk over the leaves of the range (from the huge page holding its
-            // start): a whole VM's flush would otherwise walk the table once per page.
+            // The pages that trap (poisoned, or their move has them trap). A drop of
+            // many pages takes them from one walk over the leaves of its range (from
+            // the huge page holding its start): a whole VM's flush would otherwise
+            // walk the table once per page. A drop of a few (a shootdown: memos'
+            // SysMon flushes each page whose Accessed bit it clears, 580 k a
+            // simulated second on kv 256 MiB) looks each page up instead of walking
+            // its huge region's leaves from the region's start.
             let mut trapping: Vec<usize> = Vec::new();
-            let p = &mut e.tenants[tenant as usize];
-            let (start, end) = ((vpn & !511) << 12, vpn.checked_add(n).and_then(|x| x.checked_mul(4096)).unwrap_or(u64::MAX));
+            let p = &e.tenants[tenant as usize];
+            let end = vpn.checked_add(n).and_then(|x| x.checked_mul(4096)).unwrap_or(u64::MAX);
             if p.may_trap && n > 512 {
-                // A tenant's whole flush (memos' SysMon makes one at every sampling)
-                // would walk every leaf each time: the trapping leaves are kept
-                // between changes instead.
-                let (version, mut leaves) = match p.trap_leaves.take() {
-                    Some((v, leaves)) if v == p.trap_version => (v, leaves),
-                    _ => {
-                        let mut leaves = Vec::new();
-                        self.space.visit_slots(tenant, 0, u64::MAX, &mut |page, slot| {
-                            if self.space.entry(tenant, slot) & (POISONED | TRAP) != 0 {
-                                leaves.push((page.addr, page.bytes, slot));
-                            }
-                            ControlFlow::Continue(())
-                        });
-                        (p.trap_version, leaves)
+                self.space.visit_slots(tenant, (vpn & !511) << 12, end, &mut |page, slot| {
+                    if self.space.entry(tenant, slot) & (POISONED | TRAP) != 0 {
+                        trapping.extend(p.managed_span(page.addr >> 12, page.bytes >> 12));
                     }
-                };
-                leaves.retain(|&(_, _, slot)| self.space.entry(tenant, slot) & (POISONED | TRAP) != 0);
-                let from = leaves.partition_point(|l| l.0 < start);
-                for &(addr, bytes, _) in leaves[from..].iter().take_while(|l| l.0 < end) {
-                    trapping.extend(p.managed_span(addr >> 12, bytes >> 12));
-                }
-                p.trap_leaves = Some((version, leaves));
+                    ControlFlow::Continue(())
+                });
             } else if p.may_trap {
-                // A few pages (a shootdown: memos' SysMon flushes each page whose
-                // Accessed bit it clears), each looked up, not every leaf of its huge
-                // region walked: only the range's pages are dropped.
                 let mut addr = vpn << 12;
                 while addr < end {
                     match self.space.mapped(PageRef::new(tenant, addr)) {

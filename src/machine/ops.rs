@@ -307,7 +307,6 @@ impl<R: Redirect> Machine<R> {
         }
         if let Some((tenant, region, pfn, flags)) = plan.merge {
             self.space.merge_mapping(tenant, region, pfn, flags);
-            self.epochs_relaid(tenant);
             let slot = self.space.mapped(PageRef::new(tenant, region)).expect("just merged").slot;
             self.pte_access(x, tenant, slot, true);
         }
@@ -436,7 +435,6 @@ impl<R: Redirect> Machine<R> {
         }
         self.epochs_settle(page.tenant, m.addr, true, m.slot, x.at);
         let first = self.space.split_mapping(page.tenant, m.addr)?;
-        self.epochs_relaid(page.tenant);
         self.epochs_log(page.tenant, m.addr, self.space.huge_bytes());
         for i in (0..self.space.huge_frames() as usize).step_by(8) {
             self.pte_access(x, page.tenant, first + i, true);

@@ -56,8 +56,9 @@ fn seconds(quick: bool) -> u32 {
     }
 }
 
-/// The footprint per program: as large as the full matrix's wall time allows (about
-/// 3 minutes for a memos run of 210 s on this 2-core machine: docs/policies/memos.md).
+/// The footprint per program: as large as the full matrix's wall time allows (a
+/// memos run of 210 s took 1–2 minutes on kv and about 5 on the pairs, on this
+/// 2-core machine: docs/policies/memos.md, "Measured").
 fn footprint(quick: bool) -> &'static str {
     if quick {
         "64MiB"
@@ -108,13 +109,21 @@ fn sweeps(quick: bool) -> Vec<Spec> {
 fn setting(quick: bool, res: &Results) -> String {
     let (secs, fp) = (seconds(quick), footprint(quick));
     let which = if quick { "--quick: kv alone (no two-program sets, so no cache-bank-colouring) and no sensitivity runs; " } else { "" };
-    // The rounds memos completed, from its per-pass series (passes per round from its
-    // report), over the runs that have one.
-    let rounds: Vec<u64> = res
-        .sweeps
-        .iter()
-        .flat_map(|(_, runs)| runs.iter().filter_map(|r| r.report.as_ref()))
-        .filter(|r| r["policy"] == "memos")
+    let memos_runs = || res.sweeps.iter().flat_map(|(_, runs)| runs.iter().filter_map(|r| r.report.as_ref())).filter(|r| r["policy"] == "memos");
+    // memos' periods as its runs had them (its defaults: the spec sets none).
+    let periods = memos_runs()
+        .find_map(|r| {
+            let c = &r["config"]["policy"]["memos"];
+            Some(format!(
+                "a sampling every {} ms, {} samplings a pass, a round every {} s",
+                c["sampling_interval_ms"].as_f64()?,
+                c["samplings_per_pass"].as_u64()?,
+                c["interval_s"].as_f64()?
+            ))
+        })
+        .unwrap_or_else(|| "its defaults".into());
+    // The rounds memos completed: its passes over its passes per round.
+    let rounds: Vec<u64> = memos_runs()
         .filter_map(|r| {
             let passes = r["policy_report"]["passes"].as_u64()?;
             Some(passes / r["policy_report"]["passes_per_round"].as_u64()?.max(1))
@@ -126,7 +135,7 @@ fn setting(quick: bool, res: &Results) -> String {
         _ => String::new(),
     };
     format!(
-        "{which}memos' own periods (a sampling every 25 ms, 100 samplings a pass, a round every 20 s) in epochs mode (docs/epochs.md), {secs} simulated s per run{done}; \
+        "{which}memos' own periods ({periods}) in epochs mode (docs/epochs.md), {secs} simulated s per run{done}; \
          {fp} per program, every page born in NVM; the paper: SPEC, Memcached and Redis on 4 GB of DRAM beside 4–16 GB of NVM, runs of minutes. \
          Epochs mode times a mix from calibrations in which the other programs take bank and bus time but no LLC space (docs/epochs.md, \"Calibrating under load\"). \
          Fig. 17's gain is measured with DRAM in all channels and many programs injected over time, which we do not run."
@@ -487,13 +496,19 @@ mod tests {
         assert_eq!(banks.verdict(), None);
     }
 
-    /// The setting names the rounds memos completed, from its report: 84 passes of
-    /// 2.5 s, 8 to a round, are 10 rounds (the eleventh half done).
+    /// The setting names memos' periods and the rounds it completed, from its
+    /// report: 84 passes of 2.5 s, 8 to a round, are 10 rounds (the eleventh half
+    /// done).
     #[test]
     fn the_setting_counts_the_rounds_memos_completed() {
-        let m = json!({ "policy": "memos", "policy_report": { "passes": 84, "passes_per_round": 8 } });
+        let m = json!({
+            "policy": "memos",
+            "config": { "policy": { "memos": { "sampling_interval_ms": 25.0, "samplings_per_pass": 100, "interval_s": 20.0 } } },
+            "policy_report": { "passes": 84, "passes_per_round": 8 },
+        });
         let text = setting(false, &results_of("kv", vec![(&[("policy", "memos")], m)]));
         assert!(text.contains("210 simulated s per run (10 rounds completed); 256MiB per program"), "{text}");
+        assert!(text.contains("(a sampling every 25 ms, 100 samplings a pass, a round every 20 s)"), "{text}");
     }
 
     #[test]
