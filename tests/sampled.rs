@@ -125,6 +125,25 @@ fn fast_forward_keeps_tlb_walk_and_fault_counts_exact() {
     assert!(d.get("sampling").is_none(), "a detailed run has no sampling section");
 }
 
+/// With the walker's reads uncached (`machine.page_table.walk_reads`, Rainbow
+/// §III-E's cost model), fast-forward walks as often as detailed mode, every walk
+/// reference reaches memory in both, and the walks' cycles and the run's stay within
+/// 3 % (hotspot misses the TLB on nearly every reference, so walks are half its time).
+#[test]
+fn uncached_walks_fast_forward_as_detailed_mode_walks() {
+    let args = ["--workload", "hotspot", "--footprint", "256MiB", "--refs", "4000000", "--set", "machine.page_table.walk_reads=\"uncached\""];
+    let d = run(&args, "detailed", "uncached");
+    let s = run(&args, "sampled", "uncached");
+    for key in ["tlb_misses", "walk_references", "walk_memory_accesses"] {
+        assert_eq!(d["cores"][0][key], s["cores"][0][key], "{key}");
+    }
+    assert_eq!(num(&s, "/cores/0/walk_memory_accesses"), num(&s, "/cores/0/walk_references"));
+    assert!(num(&s, "/sampling/fast_forward_references") > 3e6, "most of the run fast-forwards");
+    for path in ["/cores/0/walk_cycles", "/summary/cycles"] {
+        assert!(rel(&d, &s, path) < 0.03, "{path}: detailed {} sampled {}", num(&d, path), num(&s, path));
+    }
+}
+
 /// Same seed, same sampled run: bit-identical reports (apart from wall times).
 #[test]
 fn sampled_runs_are_deterministic() {

@@ -33,6 +33,19 @@ fn errors_name_the_field() {
 }
 
 #[test]
+fn walk_reads_are_cached_or_uncached() {
+    use crate::machine::WalkReads;
+    assert_eq!(load(None, &[]).unwrap().machine.page_table.walk_reads, WalkReads::Cached);
+    let c = load(Some("rainbow"), &["machine.page_table.walk_reads=\"uncached\""]).unwrap();
+    assert_eq!(c.machine.page_table.walk_reads, WalkReads::Uncached);
+    let e = load(None, &["machine.page_table.walk_reads=\"none\""]).unwrap_err().to_string();
+    assert_eq!(e, "machine.page_table.walk_reads: unknown variant `none`, expected `cached` or `uncached`");
+    // The cxl preset has paging-structure caches, which uncached walks refuse.
+    let e = load(Some("cxl"), &["machine.page_table.walk_reads=\"uncached\""]).unwrap_err().to_string();
+    assert!(e.starts_with("machine.page_table.walk_reads = \"uncached\" charges every level") && e.contains("machine.tlb.psc"), "{e}");
+}
+
+#[test]
 fn every_preset_loads_and_round_trips() {
     for (name, _, _) in PRESETS {
         let c = load(Some(name), &[]).unwrap_or_else(|e| panic!("preset {name}: {e}"));

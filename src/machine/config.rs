@@ -19,6 +19,40 @@ pub struct PageTableConfig {
     /// Map huge pages on first touch (transparent huge pages), falling back to base
     /// pages when no huge frame is free.
     pub thp: bool,
+    /// Where the page walker's reads go: `"cached"` (the default) through the data
+    /// caches, as x86 walkers read page-table entries; `"uncached"` straight to the
+    /// memory tier holding the table. Left out of a report's `config` while cached.
+    #[serde(skip_serializing_if = "WalkReads::is_cached")]
+    pub walk_reads: WalkReads,
+}
+
+/// Where the page walker's reads go (`machine.page_table.walk_reads`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WalkReads {
+    /// Through the cache hierarchy, as x86 page walkers read page-table entries: a
+    /// walk costs what its references' cache levels (or the tier, on a miss in all)
+    /// take.
+    #[default]
+    Cached,
+    /// Straight to memory, the cost model of Rainbow's analysis (§III-E: "page table
+    /// walks result in four memory references to the four-level page tables, and thus
+    /// the address translation overhead is 4×t_dr", and its remapping is one t_nr):
+    /// every read of the hardware walker — each level of a walk, the Dirty-bit update
+    /// of a first store, and Rainbow's read of a migrated page's pointer (§III-E) —
+    /// goes to the tier holding its line, one after another on the core's clock, at
+    /// that tier's latency (row buffer and queueing included). Needs the
+    /// paging-structure caches off (`machine.tlb.psc`), so that a walk reads every
+    /// level, as the analysis charges.
+    Uncached,
+}
+
+impl WalkReads {
+    /// Whether walks read through the caches (the default), for leaving the field out
+    /// of reports, which then stay as they were before the field existed.
+    pub fn is_cached(&self) -> bool {
+        *self == WalkReads::Cached
+    }
 }
 
 /// Virtual-address bits page tables of `levels` levels translate (4 KiB pages, 9 bits
@@ -36,7 +70,7 @@ impl PageTableConfig {
 
 impl Default for PageTableConfig {
     fn default() -> Self {
-        PageTableConfig { levels: 4, huge_page: Size(2 << 20), thp: false }
+        PageTableConfig { levels: 4, huge_page: Size(2 << 20), thp: false, walk_reads: WalkReads::Cached }
     }
 }
 
@@ -153,6 +187,9 @@ impl MachineConfig {
         let h = pt.huge_page.bytes();
         if !h.is_power_of_two() || !(64 << 10..=2 << 20).contains(&h) {
             bail!("machine.page_table.huge_page: must be a power of two from 64KiB to 2MiB, got {}", pt.huge_page);
+        }
+        if pt.walk_reads == WalkReads::Uncached && !self.tlb.psc.is_off() {
+            bail!("machine.page_table.walk_reads = \"uncached\" charges every level of every walk (Rainbow §III-E): turn the paging-structure caches off (machine.tlb.psc sizes 0)");
         }
         self.costs.validate()?;
         let cb = &self.colour_bits;

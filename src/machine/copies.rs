@@ -367,8 +367,13 @@ impl Copies {
         // Migrated: the copy's address is in the first 8 bytes of the slow page. The
         // MMU reads it through the caches, as it reads page-table entries (the line
         // holds nothing else anyone reads while the page is migrated; the OS writes it
-        // to memory and flushes it when the copy goes).
-        let (_, lat) = p.mem.cached(self, p.core, slow_pfn << 12, false, MemKind::Metadata, now + bitmap, false, obs);
+        // to memory and flushes it when the copy goes); with the walker's reads
+        // uncached, from the slow tier, one t_nr as §III-E's analysis charges it.
+        let lat = if p.walk_uncached {
+            self.memory(&mut p.mem.tiers, p.core, slow_pfn << 12, false, MemKind::Metadata, now + bitmap, false, obs)
+        } else {
+            p.mem.cached(self, p.core, slow_pfn << 12, false, MemKind::Metadata, now + bitmap, false, obs).1
+        };
         self.stats.remaps += 1;
         self.stats.remap_cycles += lat;
         // The machine tracks the copy's dirtiness itself: the entry needs no dirty bit.

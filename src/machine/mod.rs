@@ -53,7 +53,7 @@ pub mod wear;
 
 pub use self::core::{Core, CoreStats};
 pub use alloc::Colour;
-pub use config::{MachineConfig, PageTableConfig, TiersConfig};
+pub use config::{MachineConfig, PageTableConfig, TiersConfig, WalkReads};
 pub use error::{Direction, MechError};
 pub use events::{Birthplace, FaultEvent, FaultKind, MemEvent, MemKind, Observer, PlaceEvent, RefOutcome, ScanEvent, TlbMissEvent};
 pub use ids::{PageRef, TierId};
@@ -85,6 +85,8 @@ struct Timing {
     l2_tlb_cycles: u64,
     /// Cycles of a paging-structure-cache lookup (charged only with the caches on).
     psc_cycles: u64,
+    /// The walker's reads go straight to memory (`machine.page_table.walk_reads`).
+    walk_uncached: bool,
     poison_fault_cycles: u64,
     page_fault_cycles: u64,
 }
@@ -192,6 +194,7 @@ impl<R: Redirect> Machine<R> {
                 l1_latency: cfg.caches[0].latency_cycles,
                 l2_tlb_cycles: cfg.tlb.l2_latency_cycles,
                 psc_cycles: cfg.tlb.psc.latency_cycles,
+                walk_uncached: cfg.page_table.walk_reads == WalkReads::Uncached,
                 poison_fault_cycles: cfg.cycles(cfg.costs.poison_fault_ns),
                 page_fault_cycles: cfg.cycles(cfg.costs.page_fault_ns),
             },
@@ -383,7 +386,7 @@ impl<R: Redirect> Machine<R> {
         let mut pfn = if entry.huge { entry.base_pfn + ((a.vaddr >> 12) & (self.space.huge_frames() - 1)) } else { entry.base_pfn };
         let mut at_memory = 0;
         if R::TRANSLATES {
-            let mut path = PathCtx::of(core, &mut self.cores[core], &mut self.mem, self.timing.l2_tlb_cycles);
+            let mut path = PathCtx::of(core, &mut self.cores[core], &mut self.mem, self.timing.l2_tlb_cycles, self.timing.walk_uncached);
             let r = self.redirect.after_translation(&mut path, tenant, a.vaddr, &entry, pfn, write, obs);
             pfn = r.pfn;
             translation += r.translation_cycles;
@@ -463,8 +466,9 @@ impl<R: Redirect> Machine<R> {
         self.cores[core].leaf_hints.prefetch(a.vaddr);
     }
 
-    /// Sets the Dirty bit of the PTE behind `entry` with a write through the caches
-    /// issued `after` cycles into the reference; returns its latency.
+    /// Sets the Dirty bit of the PTE behind `entry` with a write of the walker (through
+    /// the caches unless `machine.page_table.walk_reads` is `"uncached"`) issued `after`
+    /// cycles into the reference; returns its latency.
     #[inline(always)]
     fn set_dirty_bit<const M: u8, O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, entry: &TlbEntry, after: u64, obs: &mut O) -> u64 {
         let (slot, addr, huge) = if entry.slot != NO_SLOT {
@@ -489,7 +493,7 @@ impl<R: Redirect> Machine<R> {
             }
             let pa = self.space.entry_paddr(tenant, slot);
             let at = self.cores[core].clock + after;
-            lat = self.walk_cached::<M, O>(core, pa, true, at, obs).1;
+            lat = self.walk_ref::<M, O>(core, pa, true, at, obs).1;
         }
         if self.space.tenants()[tenant as usize].guest.is_some() {
             lat += self.set_guest_dirty_bit::<M, O>(core, tenant, vaddr, after + lat, obs);
@@ -517,11 +521,13 @@ impl<R: Redirect> Machine<R> {
         }
         let hpa = (m.pfn() << 12) + (gpte - m.addr);
         let at = self.cores[core].clock + after;
-        self.walk_cached::<M, O>(core, hpa, true, at, obs).1
+        self.walk_ref::<M, O>(core, hpa, true, at, obs).1
     }
 }
 
 #[cfg(test)]
 mod psc_tests;
+#[cfg(test)]
+mod walk_tests;
 #[cfg(test)]
 mod tests;

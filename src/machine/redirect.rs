@@ -27,11 +27,14 @@ pub struct PathCtx<'a> {
     pub mem: &'a mut Memory,
     /// Latency of an L2 TLB hit.
     pub l2_tlb_cycles: u64,
+    /// The walker's reads go straight to memory (`machine.page_table.walk_reads`), and
+    /// so do reads a structure makes as the walker does (Rainbow's pointer).
+    pub walk_uncached: bool,
 }
 
 impl PathCtx<'_> {
-    pub(crate) fn of<'a>(core: usize, c: &'a mut Core, mem: &'a mut Memory, l2_tlb_cycles: u64) -> PathCtx<'a> {
-        PathCtx { core, clock: c.clock, tlb: &mut c.tlb, stats: &mut c.stats, mem, l2_tlb_cycles }
+    pub(crate) fn of<'a>(core: usize, c: &'a mut Core, mem: &'a mut Memory, l2_tlb_cycles: u64, walk_uncached: bool) -> PathCtx<'a> {
+        PathCtx { core, clock: c.clock, tlb: &mut c.tlb, stats: &mut c.stats, mem, l2_tlb_cycles, walk_uncached }
     }
 }
 

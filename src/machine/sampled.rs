@@ -338,6 +338,15 @@ impl CostModel {
         (f.cycles(), f.reaches_memory())
     }
 
+    /// A fast-forward walk reference that bypasses the caches
+    /// (`machine.page_table.walk_reads = "uncached"`): its latency, the mean of the
+    /// walk references of the fitting window (all of which reached memory). Not
+    /// counted among the skipped cache lookups, since it never looks the caches up.
+    #[inline]
+    pub fn uncached_walk(&mut self) -> u64 {
+        self.walk_fit.cycles()
+    }
+
     /// The cache lookups fast-forward skipped since the last call, as estimated hits
     /// per level (index < depth) from each class's fitted distribution; the counts are
     /// reset. Misses at level `l` are the references served beyond it.

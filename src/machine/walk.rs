@@ -1,7 +1,9 @@
 //! Translation after a miss in the L1 TLBs: the L2 TLB, the page walk of a process
 //! (one dimension) or a VM (two), the paging-structure caches that let a walk skip
 //! its upper levels, the walk's references through the caches, poison faults and the
-//! first touch that maps a page.
+//! first touch that maps a page. The walk's references go through the caches, or
+//! with `machine.page_table.walk_reads = "uncached"` straight to memory (Rainbow
+//! §III-E's cost model of a walk, 4 × t_dr).
 
 use super::page_table::{WalkPath, ACCESSED, DIRTY, POISONED, TRAP};
 use super::placement::Placement;
@@ -31,12 +33,66 @@ impl<R: Redirect> Machine<R> {
         (level, lat)
     }
 
+    /// One page-walk reference (or PTE update) of `core` to `pa` at cycle `at`, where
+    /// `machine.page_table.walk_reads` sends it: through the caches
+    /// ([`Machine::walk_cached`]) or to memory ([`Machine::walk_uncached`]). Returns
+    /// the level that served it (the number of cache levels for memory) and its
+    /// latency.
+    #[inline(always)]
+    pub(super) fn walk_ref<const M: u8, O: Observer>(&mut self, core: usize, pa: u64, write: bool, at: u64, obs: &mut O) -> (usize, u64) {
+        if self.timing.walk_uncached {
+            self.walk_uncached::<M, O>(core, pa, write, at, obs)
+        } else {
+            self.walk_cached::<M, O>(core, pa, write, at, obs)
+        }
+    }
+
+    /// One page-walk reference (or PTE update) of `core` to `pa` at cycle `at` that
+    /// bypasses the caches (`walk_reads = "uncached"`, Rainbow §III-E's cost model):
+    /// the tier holding the line serves it at cycle `at`, at its latency (row buffer
+    /// and queueing included), recorded for the cost model when fitting. In
+    /// fast-forward the access reaches its tier all the same, but its latency is the
+    /// fitting window's mean, as for every memory access there: the tier's banks see
+    /// a thinned data stream then, whose row-buffer locality is not the real one.
+    /// Returns the number of cache levels (memory served it) and the latency.
+    #[inline(never)]
+    fn walk_uncached<const M: u8, O: Observer>(&mut self, core: usize, pa: u64, write: bool, at: u64, obs: &mut O) -> (usize, u64) {
+        let lat = self.redirect.memory(&mut self.mem.tiers, core, pa, write, MemKind::Walk, at, false, obs);
+        let depth = self.mem.caches.depth();
+        if M == FIT {
+            self.models[core].record_walk(depth, lat);
+        }
+        if M == FAST {
+            return (depth, self.models[core].uncached_walk());
+        }
+        (depth, lat)
+    }
+
+    /// [`Machine::walk_refs`] with the walker's reads uncached: each reference read
+    /// from memory when the previous one has completed.
+    #[cold]
+    #[inline(never)]
+    fn walk_refs_uncached<const M: u8, O: Observer>(&mut self, core: usize, refs: &[u64], start: u64, obs: &mut O) -> u64 {
+        let mut cycles = 0;
+        for &pa in refs {
+            cycles += self.walk_uncached::<M, O>(core, pa, false, start + cycles, obs).1;
+        }
+        let s = &mut self.cores[core].stats;
+        s.walk_references += refs.len() as u64;
+        s.walk_memory_accesses += refs.len() as u64;
+        cycles
+    }
+
     /// Walk references `refs` (physical addresses of page-table entries) through the
-    /// caches, each issued when the previous one has completed, from cycle `start`;
-    /// returns their latency. The walk's counters are updated once. (Inlined into the
-    /// walks: a call of its own cost about 18 instructions a TLB miss.)
+    /// caches — or to memory, with `machine.page_table.walk_reads = "uncached"` — each
+    /// issued when the previous one has completed, from cycle `start`; returns their
+    /// latency. The walk's counters are updated once. (Inlined into the walks: a call
+    /// of its own cost about 18 instructions a TLB miss.)
     #[inline(always)]
     fn walk_refs<const M: u8, O: Observer>(&mut self, core: usize, refs: &[u64], start: u64, obs: &mut O) -> u64 {
+        if self.timing.walk_uncached {
+            return self.walk_refs_uncached::<M, O>(core, refs, start, obs);
+        }
         let depth = self.mem.caches.depth();
         let mut cycles = 0;
         let mut memory = 0;
@@ -157,7 +213,7 @@ impl<R: Redirect> Machine<R> {
             };
             hpath.addrs[i] = hpa;
             let at = self.cores[core].clock + cycles;
-            let (_, lat) = self.walk_cached::<M, O>(core, hpa, false, at, obs);
+            let (_, lat) = self.walk_ref::<M, O>(core, hpa, false, at, obs);
             cycles += lat;
             self.cores[core].stats.walk_references += 1;
         }
