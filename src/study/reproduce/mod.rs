@@ -72,11 +72,31 @@ pub struct Row {
     /// Why ours differs from the paper's, from the model (shown when the verdict is
     /// not `reproduced`).
     pub cause: Option<&'static str>,
+    /// For a row measured under an assumption of the paper's model instead of ours (a
+    /// switch such as uncached page walks): the assumption. Such a row stands beside
+    /// the row of our model and is judged, but not counted among the paper's claims.
+    pub assumption: Option<&'static str>,
 }
 
 impl Row {
     pub fn new(section: &str, what: impl Into<String>, paper: &str, ours: Option<String>) -> Row {
-        Row { section: section.into(), what: what.into(), paper: paper.into(), ours: ours.unwrap_or_else(|| "not run".into()), judged: None, cause: None }
+        Row {
+            section: section.into(),
+            what: what.into(),
+            paper: paper.into(),
+            ours: ours.unwrap_or_else(|| "not run".into()),
+            judged: None,
+            cause: None,
+            assumption: None,
+        }
+    }
+
+    /// The row as measured under `assumption`, the paper's model where ours differs
+    /// (the runs made with a switch that adopts it); its figure says so.
+    pub fn under(mut self, assumption: &'static str) -> Row {
+        self.what = format!("{} — under the paper's assumption, not our model: {assumption}", self.what);
+        self.assumption = Some(assumption);
+        self
     }
 
     /// The row judged as claim `claim` of the paper, against our figure `value` in the
@@ -220,11 +240,20 @@ impl Verdict {
 }
 
 /// The count of each verdict among `rows`, as the line that ends a paper's table
-/// (`4 claims: 1 reproduced, 2 partly, 1 not, 0 not measured`).
+/// (`4 claims: 1 reproduced, 2 partly, 1 not, 0 not measured`). Rows measured under
+/// an assumption of the paper's ([`Row::under`]) are counted apart, after the claims.
 pub fn verdict_counts(rows: &[Row]) -> String {
-    let verdicts: Vec<Verdict> = rows.iter().filter_map(Row::verdict).collect();
-    let counts: Vec<String> = Verdict::ALL.iter().map(|v| format!("{} {}", verdicts.iter().filter(|x| *x == v).count(), v.label())).collect();
-    format!("{} claims: {}", verdicts.len(), counts.join(", "))
+    let count = |under: bool| {
+        let verdicts: Vec<Verdict> = rows.iter().filter(|r| r.assumption.is_some() == under).filter_map(Row::verdict).collect();
+        let counts: Vec<String> = Verdict::ALL.iter().map(|v| format!("{} {}", verdicts.iter().filter(|x| *x == v).count(), v.label())).collect();
+        (verdicts.len(), counts.join(", "))
+    };
+    let (n, claims) = count(false);
+    let mut out = format!("{n} claims: {claims}");
+    if let (n @ 1.., under) = count(true) {
+        out += &format!("; beside them, {n} under the paper's assumptions (not counted): {under}");
+    }
+    out
 }
 
 /// The rule of the verdicts, as the scoreboard states it.
@@ -235,7 +264,9 @@ our bound for run-to-run noise) and is within a factor of 2 of the paper's (from
 A bound the paper says its system keeps (≤ 3 %, < 30 MB/s) is reproduced when ours keeps it, partly when ours is within twice it \
 (half of it for a lower bound), not otherwise; a claim of no change likewise, with its tolerance as the bound. \
 A figure the paper measured (a 4 KiB move takes 3 µs) is reproduced when ours is within a factor of 2 of it, partly within a factor of 4 (our choice), not otherwise. \
-**Not measured**: a run the row needs did not finish. Rows without a claim (details, counts the paper gives no figure for) are not scored.";
+**Not measured**: a run the row needs did not finish. Rows without a claim (details, counts the paper gives no figure for) are not scored. \
+A row marked *under the paper's assumption* is a claim measured again with a switch that runs an assumption of the paper's model where ours differs \
+(a row whose cause is that assumption); it stands after our model's row with its own verdict and is not counted.";
 
 /// A paper's table as the scoreboard shows it.
 pub struct ScoredPaper {
@@ -282,10 +313,12 @@ pub fn scoreboard(papers: &[ScoredPaper], quick: bool, commit: &str, failed: &[(
         "These are the full matrices, each paper's as its doc describes (its scale is under its table).\n\n"
     };
     out += &format!("## Verdicts\n\n{VERDICT_RULE}\n\n## Counts\n\n| paper | claims | reproduced | partly | not | not measured |\n|---|---|---|---|---|---|\n");
+    // Rows measured under a paper's assumption stand beside the claims, not among them.
     let count = |rows: &[&Row], v: Verdict| rows.iter().filter(|r| r.verdict() == Some(v)).count();
-    let all: Vec<&Row> = papers.iter().flat_map(|p| p.rows.iter().filter(|r| r.judged.is_some())).collect();
+    let scored = |r: &&Row| r.judged.is_some() && r.assumption.is_none();
+    let all: Vec<&Row> = papers.iter().flat_map(|p| p.rows.iter().filter(scored)).collect();
     for p in papers {
-        let rows: Vec<&Row> = p.rows.iter().filter(|r| r.judged.is_some()).collect();
+        let rows: Vec<&Row> = p.rows.iter().filter(scored).collect();
         let counts: Vec<String> = Verdict::ALL.iter().map(|&v| count(&rows, v).to_string()).collect();
         out += &format!("| [{}](#{}) | {} | {} |\n", p.paper.name, p.paper.name, rows.len(), counts.join(" | "));
     }
@@ -731,6 +764,21 @@ mod tests {
         assert!(text.contains("Runs in which a policy never acted or moved no page (1; rows drawn from them show the initial placement, not the policy):\n\n- memos-kv: policy=memos: policy memos never acted"), "{text}");
         let without = [ScoredPaper { paper: PAPERS[0], rows: Vec::new(), setting: String::new(), full: None, never_acted: Vec::new() }];
         assert!(scoreboard(&without, true, "abc123", &[]).contains(&format!("Quick against the full matrix: not checked (its store, reproduce-{name}.db, was not there")));
+    }
+
+    #[test]
+    fn a_row_under_the_papers_assumption_stands_beside_the_claim_and_is_not_counted() {
+        let claim = |ours: f64| Row::new("§1", "a", "+20 %", Some(format!("{ours}"))).judge(Claim::Change(0.2), Some(ours)).because("the model");
+        // Ours goes the other way (not); under the paper's assumption +15 % (reproduced).
+        let rows = vec![claim(-0.1), claim(0.15).under("walks read memory")];
+        assert_eq!(rows[1].what, "a — under the paper's assumption, not our model: walks read memory");
+        assert_eq!(verdict_counts(&rows), "1 claims: 0 reproduced, 0 partly, 1 not, 0 not measured; beside them, 1 under the paper's assumptions (not counted): 1 reproduced, 0 partly, 0 not, 0 not measured");
+        assert_eq!(verdict_counts(&rows[..1]), "1 claims: 0 reproduced, 0 partly, 1 not, 0 not measured");
+        let papers = [ScoredPaper { paper: PAPERS[0], rows, setting: String::new(), full: None, never_acted: Vec::new() }];
+        let text = scoreboard(&papers, false, "abc123", &[]);
+        let name = PAPERS[0].name;
+        assert!(text.contains(&format!("| [{name}](#{name}) | 1 | 0 | 0 | 1 | 0 |\n| all | **1** | **0** | **0** | **1** | **0** |")), "{text}");
+        assert!(text.contains("| §1 | a | +20 % | -0.1 | not | the model |\n| §1 | a — under the paper's assumption, not our model: walks read memory | +20 % | 0.15 | reproduced |  |\n"), "{text}");
     }
 
     #[test]
