@@ -82,9 +82,12 @@ fn seconds(quick: bool) -> u32 {
 /// (damon-tiering); kv at 1 GiB 13.5 s (tpp); stream 8.3 s (tpp), 12.8 s
 /// (linux-tiering), 17.0 s (damon-tiering); the hot-key kv (4 KiB pages) 4.4 s
 /// (damon-tiering), 51.7 s (tpp: 1.2 M pages moved in that minute) and 83.9 s
-/// (linux-tiering). Ten minutes are ten times those: the hot-key kv's two kernels
-/// alone take about 23 minutes, so a larger footprint would take the matrix past its
-/// budget of about 45 minutes two runs at a time. `--quick`: 64 MiB.
+/// (linux-tiering). In the full matrix (`-j 1` beside two other agents' builds and
+/// runs, load average 7–8; docs/policies/linux.md) ten minutes took kv 2–118 s
+/// (damon-tiering the longest), stream 58–207 s, the hot-key kv 1–487 s (TPP 189 s,
+/// linux-tiering 487 s): 29 minutes for the 17 kernel runs, where the detailed short
+/// runs alone take about 45 minutes two at a time (BENCHMARKS.md), the matrix's whole
+/// budget: a larger footprint would add to what is already over it. `--quick`: 64 MiB.
 fn footprint(quick: bool) -> &'static str {
     if quick {
         "64MiB"
