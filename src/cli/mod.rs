@@ -582,14 +582,11 @@ fn policies_text() -> Result<String> {
     impl PolicyVisitor for Describe {
         type Output = String;
         fn visit<R: Redirect, P: Policy<R>>(self, name: &'static str) -> String {
-            let modes = if !R::PLAIN {
-                "detailed (sampled runs detailed: every reference reaches its redirection structure; epochs refused)"
-            } else if P::requirements(&P::Config::default()).foresight {
-                "detailed or sampled (it reads the whole stream first; epochs refused)"
-            } else if crate::policy::registry::PLACES_ONLY.contains(&name) {
-                "any: detailed for the model's every figure, epochs for long horizons (docs/epochs.md)"
-            } else {
-                "epochs for its periods of seconds to minutes (docs/epochs.md); detailed or sampled for short runs"
+            let modes = match engine::epochs_refusal::<R, P>(&P::Config::default()) {
+                Some(engine::EpochsRefusal::Redirects) => "detailed (sampled runs detailed: every reference reaches its redirection structure; epochs refused)",
+                Some(engine::EpochsRefusal::Foresight) => "detailed or sampled (it reads the whole stream first; epochs refused)",
+                None if crate::policy::registry::PLACES_ONLY.contains(&name) => "any: detailed for the model's every figure, epochs for long horizons (docs/epochs.md)",
+                None => "epochs for its periods of seconds to minutes (docs/epochs.md); detailed or sampled for short runs",
             };
             format!("  modes: {modes}\n  parameters ([policy.{name}]):\n{}", crate::policy::params::describe::<P::Config>())
         }

@@ -84,6 +84,28 @@ pub fn run(cfg: &Config, opts: &RunOptions) -> Result<Report> {
     with_policy(&cfg.policy.name, Runner { cfg, opts })?
 }
 
+/// Why epochs mode cannot run a policy (docs/epochs.md): the one rule that
+/// `engine::run`, `tiersim policies` and the reproductions' setting lines all apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EpochsRefusal {
+    /// A redirection structure on the memory path, which every reference must reach
+    /// as the full model sends it.
+    Redirects,
+    /// A first pass over the whole reference stream, which counts every reference.
+    Foresight,
+}
+
+/// Why epochs mode refuses policy `P` with configuration `cfg`, or none.
+pub fn epochs_refusal<R: Redirect, P: Policy<R>>(cfg: &P::Config) -> Option<EpochsRefusal> {
+    if !R::PLAIN {
+        Some(EpochsRefusal::Redirects)
+    } else if P::requirements(cfg).foresight {
+        Some(EpochsRefusal::Foresight)
+    } else {
+        None
+    }
+}
+
 /// Runs policy `name` with the rest of `cfg` unchanged.
 pub fn run_policy(cfg: &Config, name: &str, opts: &RunOptions) -> Result<Report> {
     let mut c = cfg.clone();
@@ -179,11 +201,14 @@ fn prepare<R: Redirect, P: Policy<R>>(cfg: &Config, name: &str, opts: &RunOption
     let req = P::requirements(&pcfg);
     let epochs = cfg.engine.mode == Mode::Epochs;
     if epochs {
-        if !R::PLAIN {
-            bail!("engine.mode = \"epochs\": policy {name} puts a redirection structure on the memory path, which every reference must reach as the full model sends it; run it detailed or sampled");
-        }
-        if req.foresight {
-            bail!("engine.mode = \"epochs\": policy {name} reads the whole reference stream before the run and counts every reference; run it detailed or sampled");
+        match epochs_refusal::<R, P>(&pcfg) {
+            Some(EpochsRefusal::Redirects) => bail!(
+                "engine.mode = \"epochs\": policy {name} puts a redirection structure on the memory path, which every reference must reach as the full model sends it; run it detailed or sampled"
+            ),
+            Some(EpochsRefusal::Foresight) => {
+                bail!("engine.mode = \"epochs\": policy {name} reads the whole reference stream before the run and counts every reference; run it detailed or sampled")
+            }
+            None => {}
         }
     }
     let mut build = Build {

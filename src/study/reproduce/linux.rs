@@ -189,15 +189,15 @@ fn sweeps(quick: bool) -> Vec<Spec> {
     out
 }
 
-/// Whether epochs mode refuses policy `name`, by the engine's own test
-/// (`engine::run`): a redirection structure on the memory path, or a first pass over
-/// the whole stream (docs/epochs.md).
+/// Whether epochs mode refuses policy `name`, by the engine's own rule
+/// (`engine::epochs_refusal`: a redirection structure on the memory path, or a first
+/// pass over the whole stream; docs/epochs.md).
 fn epochs_refuses(name: &str) -> bool {
     struct Refused;
     impl PolicyVisitor for Refused {
         type Output = bool;
         fn visit<R: Redirect, P: Policy<R>>(self, _: &'static str) -> bool {
-            !R::PLAIN || P::requirements(&P::Config::default()).foresight
+            crate::engine::epochs_refusal::<R, P>(&P::Config::default()).is_some()
         }
     }
     with_policy(name, Refused).unwrap_or(false)
