@@ -358,3 +358,44 @@ fn claims_of_gone_sweeps_are_taken_over_and_live_ones_waited_for() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("1 already there, 0 run now (0 failed), 1 by another sweep at the same time (0 failed) in"), "{}", text(&out));
 }
+
+/// A store keeps the runs another build of tiersim simulated, but says so: their
+/// number and commits on the sweep's summary and in `--list`; `--rerun-other-builds`
+/// simulates them again, after which they carry this build's commit.
+#[test]
+fn runs_of_another_build_are_named_and_run_again_on_request() {
+    let dir = Scratch::new("sweep");
+    let db = dir.file("builds.db");
+    let args = ["--name", "builds", "--axis", "policy=first-touch,all-fast"];
+    let out = sweep(&db, &args);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("another build"), "{}", text(&out));
+    let commit = |policy: &str| -> Option<String> {
+        let c = Connection::open(&db).unwrap();
+        c.query_row("SELECT json_extract(report, '$.sim.commit') FROM runs WHERE options LIKE ?1", [format!("%{policy}%")], |r| r.get(0)).unwrap()
+    };
+    let ours = commit("first-touch").expect("a report names its commit");
+    assert_eq!(commit("all-fast").as_deref(), Some(ours.as_str()));
+    // One run as if an older build made it, one as if made before reports named a commit.
+    let c = Connection::open(&db).unwrap();
+    c.execute("UPDATE runs SET report = json_set(report, '$.sim.commit', 'c0ffee000000') WHERE options LIKE '%first-touch%'", []).unwrap();
+    c.execute("UPDATE runs SET report = json_remove(report, '$.sim.commit') WHERE options LIKE '%all-fast%'", []).unwrap();
+    drop(c);
+    let again = sweep(&db, &args);
+    let t = text(&again);
+    assert!(again.status.success(), "{t}");
+    assert_eq!(count_before(&t, "already there"), 2, "{t}");
+    assert!(
+        t.contains(&format!("2 stored runs were simulated by another build of tiersim (1 by an older build that did not record its commit, 1 by c0ffee000000), not this one ({ours}); their figures stand beside this build's, and --rerun-other-builds simulates them again")),
+        "{t}"
+    );
+    let listed = text(&sweep(&db, &[&args[..], &["--list"]].concat()));
+    assert!(listed.contains("policy=first-touch  (by c0ffee000000)") && listed.contains("policy=all-fast  (by an older build"), "{listed}");
+    let rerun = sweep(&db, &[&args[..], &["--rerun-other-builds"]].concat());
+    let t = text(&rerun);
+    assert!(rerun.status.success(), "{t}");
+    assert_eq!((count_before(&t, "already there"), count_before(&t, "run now")), (0, 2), "{t}");
+    assert!(!t.contains("another build"), "{t}");
+    assert_eq!((commit("first-touch"), commit("all-fast")), (Some(ours.clone()), Some(ours)));
+    assert_eq!(rows(&db).len(), 2, "re-run in place, not added");
+}

@@ -8,9 +8,10 @@ use crate::study::store::StoredRun;
 use crate::engine::RunFailed;
 use crate::progress::{duration, Mode, Progress};
 use crate::study::reproduce::{self, scoreboard, table_text, verdict_counts, Paper, Results, Row, ScoredPaper, PAPERS};
-use crate::study::{run_sweep, Store, SweepOptions};
+use crate::study::{other_builds_note, run_sweep, Store, SweepOptions};
 use anyhow::{bail, Result};
 use clap::Args;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -36,6 +37,10 @@ pub struct ReproduceArgs {
     /// Print a progress line every few seconds even when standard error is not a terminal.
     #[arg(long)]
     pub progress: bool,
+    /// Simulate again the stored runs that another build of tiersim simulated (by
+    /// default they are kept, and the command says how many and which builds).
+    #[arg(long)]
+    pub rerun_other_builds: bool,
     /// The HTML report to write (default: reproduce-PAPER.html, or
     /// reproduce-PAPER-quick.html); with `--all`, the scoreboard (Markdown).
     #[arg(short = 'o', long = "out", value_name = "FILE")]
@@ -76,6 +81,8 @@ struct Outcome {
     rows: Vec<Row>,
     setting: String,
     never_acted: Vec<String>,
+    /// Runs kept from other builds, by commit ([`SweepOutcome::other_builds`]).
+    other_builds: BTreeMap<String, usize>,
 }
 
 impl Outcome {
@@ -122,13 +129,18 @@ fn reproduce_paper(paper: &Paper, args: &ReproduceArgs, db: Option<PathBuf>, out
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     interrupt::install(true);
     let (mut failed, mut left, mut total, mut already) = (Vec::new(), 0, 0, 0);
+    let mut other_builds = BTreeMap::new();
     for s in &specs {
         let progress = Progress::new(Mode::for_stderr(args.progress));
-        let outcome = run_sweep(s, &mut store, &SweepOptions { jobs, progress: progress.clone(), stop: Some(&interrupt::STOP) });
+        let options = SweepOptions { jobs, progress: progress.clone(), stop: Some(&interrupt::STOP), rerun_other_builds: args.rerun_other_builds };
+        let outcome = run_sweep(s, &mut store, &options);
         progress.finish();
         let o = outcome?;
         total += o.total;
         already += o.already;
+        for (commit, n) in &o.other_builds {
+            *other_builds.entry(commit.clone()).or_insert(0) += n;
+        }
         left += o.left;
         failed.extend(o.failed.into_iter().chain(o.failed_elsewhere).map(|(label, msg)| (format!("{}: {label}", s.name), msg)));
         if o.left > 0 {
@@ -141,6 +153,9 @@ fn reproduce_paper(paper: &Paper, args: &ReproduceArgs, db: Option<PathBuf>, out
     println!("{}{}\n", paper.title, if args.quick { " — quick" } else { "" });
     print!("{}", table_text(&rows));
     println!("\nSetting: {setting}");
+    if let Some(note) = other_builds_note(&other_builds) {
+        println!("Builds: {note}.");
+    }
     let never_acted = results.never_acted();
     if !never_acted.is_empty() {
         println!("Runs in which a policy never acted or moved no page ({}; rows drawn from them show the initial placement):", never_acted.len());
@@ -165,11 +180,12 @@ fn reproduce_paper(paper: &Paper, args: &ReproduceArgs, db: Option<PathBuf>, out
         0 => String::new(),
         n => format!(" In {n} runs a policy never acted or moved no page (each sweep's section lists them)."),
     };
-    let page_setting = format!("{} {setting}{idle} Discussion: {}.", verdict_counts(&rows), paper.doc);
+    let builds = other_builds_note(&other_builds).map_or_else(String::new, |n| format!(" Builds: {n}."));
+    let page_setting = format!("{} {setting}{idle}{builds} Discussion: {}.", verdict_counts(&rows), paper.doc);
     let page = html::sweeps_page(&title, Some((&cells, &page_setting)), &sections)?;
     html_out.write_all_and_commit(page.as_bytes())?;
     println!("Report: {}", html_path.display());
-    Ok(Outcome { db, total, already, left, failed, rows, setting, never_acted })
+    Ok(Outcome { db, total, already, left, failed, rows, setting, never_acted, other_builds })
 }
 
 /// The command's error when `n` runs failed (exit code 1).
@@ -194,7 +210,7 @@ fn reproduce_all(args: &ReproduceArgs, started: Instant) -> Result<()> {
         }
         failed.extend(outcome.failed.iter().map(|(label, msg)| (format!("{}: {label}", paper.name), msg.clone())));
         let full = if args.quick { full_rows(paper)? } else { None };
-        papers.push(ScoredPaper { paper, rows: outcome.rows, setting: outcome.setting, full, never_acted: outcome.never_acted });
+        papers.push(ScoredPaper { paper, rows: outcome.rows, setting: outcome.setting, full, never_acted: outcome.never_acted, other_builds: outcome.other_builds });
     }
     let text = scoreboard(&papers, args.quick, env!("TIERSIM_COMMIT"), &failed);
     out.write_all_and_commit(text.as_bytes())?;

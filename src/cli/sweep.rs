@@ -4,7 +4,7 @@ use super::{interrupt, ConfigArgs, Interrupted};
 use crate::engine::RunFailed;
 use crate::progress::{duration, Mode, Progress};
 use crate::study::spec::option_value_from_text;
-use crate::study::{run_sweep, Spec, Store, SweepOptions};
+use crate::study::{run_sweep, Spec, Store, SweepOptions, THIS_BUILD, UNRECORDED};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
@@ -44,6 +44,11 @@ pub struct SweepArgs {
     /// terminal (a terminal gets a bar).
     #[arg(long)]
     pub progress: bool,
+    /// Simulate again the stored runs that another build of tiersim simulated (their
+    /// report's `sim.commit` differs from this binary's). By default they are kept,
+    /// and the sweep says how many and which builds.
+    #[arg(long)]
+    pub rerun_other_builds: bool,
     /// Shadow-memory verification in every run.
     #[arg(long)]
     pub verify: bool,
@@ -122,6 +127,9 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     let spec = spec_of(args)?;
     let db = spec.db.clone().expect("spec_of sets it");
     if args.scheduler.is_some() {
+        if args.rerun_other_builds {
+            bail!("--rerun-other-builds: not with --scheduler (the Python package's sweep keeps every finished run)");
+        }
         return super::dask::hand_over(args, &spec, &db);
     }
     if args.list {
@@ -136,7 +144,8 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     let mut store = Store::open(&db, true)?;
     interrupt::install(true);
     let progress = Progress::new(Mode::for_stderr(args.progress));
-    let outcome = run_sweep(&spec, &mut store, &SweepOptions { jobs, progress: progress.clone(), stop: Some(&interrupt::STOP) });
+    let options = SweepOptions { jobs, progress: progress.clone(), stop: Some(&interrupt::STOP), rerun_other_builds: args.rerun_other_builds };
+    let outcome = run_sweep(&spec, &mut store, &options);
     progress.finish();
     let o = outcome?;
     let ran = o.finished + o.failed.len();
@@ -154,6 +163,9 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         o.failed.len(),
         duration(started.elapsed().as_secs_f64())
     );
+    if let Some(note) = o.other_builds_note() {
+        println!("  {note}");
+    }
     for (label, msg) in &o.failed {
         println!("  failed: {label}: {msg}");
     }
@@ -196,6 +208,10 @@ fn list(spec: &Spec, db: &std::path::Path) -> Result<()> {
         Some(s) => s.never_acted(&spec.name)?.into_iter().map(|(key, _)| key).collect(),
         None => Vec::new(),
     };
+    let builds = match &store {
+        Some(s) => s.finished_builds(&spec.name)?,
+        None => Default::default(),
+    };
     let mut counts = [0usize; 3];
     for p in &points {
         let status = match &store {
@@ -209,7 +225,12 @@ fn list(spec: &Spec, db: &std::path::Path) -> Result<()> {
         };
         counts[i] += 1;
         let never = if idle.contains(&p.key()) { "  (the policy never acted)" } else { "" };
-        println!("{:>5}  {word:<7} {}{never}", p.seq, p.label());
+        let build = match builds.get(&p.key()) {
+            Some(Some(c)) if c != THIS_BUILD => format!("  (by {c})"),
+            Some(None) => format!("  (by {UNRECORDED})"),
+            _ => String::new(),
+        };
+        println!("{:>5}  {word:<7} {}{never}{build}", p.seq, p.label());
     }
     println!("sweep {}: {} runs: {} done, {} failed, {} to run ({})", spec.name, points.len(), counts[0], counts[1], counts[2], db.display());
     Ok(())

@@ -310,6 +310,10 @@ impl Slowdown {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SimInfo {
     pub version: String,
+    /// The commit the binary was built from (`git rev-parse --short=12 HEAD`, with
+    /// `+modified` when tracked files differed from it; `unknown` outside a git
+    /// checkout): a sweep store tells runs of other builds by it.
+    pub commit: String,
     /// Wall time of the simulation proper (the reference loop).
     pub wall_seconds: f64,
     /// Wall time before it: the footprint pass over traces, building the workloads
@@ -667,6 +671,7 @@ impl Report {
             epochs,
             sim: SimInfo {
                 version: env!("CARGO_PKG_VERSION").to_string(),
+                commit: env!("TIERSIM_COMMIT").to_string(),
                 wall_seconds: wall_s,
                 setup_seconds: 0.0,
                 foresight_seconds: None,

@@ -13,4 +13,4 @@ pub mod sweep;
 
 pub use spec::{Point, Spec};
 pub use store::Store;
-pub use sweep::{run_point, run_sweep, SweepOptions, SweepOutcome};
+pub use sweep::{other_builds_note, run_point, run_sweep, SweepOptions, SweepOutcome, THIS_BUILD, UNRECORDED};

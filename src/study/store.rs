@@ -11,7 +11,8 @@
 //!   `finished` (Unix time), `report` (the whole JSON report), then one column per
 //!   axis (named as the axis, e.g. `policy`, `machine.tiers.fast.capacity`) and one
 //!   per summary figure (`cycles`, `ipc`, `amat_ns`, … as in the report's `summary`),
-//!   added as they first appear.
+//!   added as they first appear. The report names the commit of the build that
+//!   simulated the run (`sim.commit`); [`Store::finished_builds`] reads it.
 //! - `claims`: the runs sweeps are simulating now, keyed by `(sweep, key)`, with the
 //!   `host` and `pid` of the sweep and its last `beat` (Unix time). A table added to
 //!   schema 1 without changing it: a store that lacks it gets it when a sweep opens it.
@@ -228,7 +229,8 @@ impl Store {
 
     /// Claims run `key` of sweep `sweep` for this process before it is simulated, in
     /// one immediate transaction: [`Claim::Done`] when another sweep recorded it at or
-    /// after `since` (this sweep's start; a run that failed before it is run again),
+    /// after `since` (this sweep's start; a run recorded before it, failed or of another
+    /// build, is run again),
     /// [`Claim::Taken`] when a live sweep holds it, else the claim is this process's.
     pub fn claim(&mut self, sweep: &str, key: &str, since: f64) -> Result<Claim> {
         let shown = self.path.display().to_string();
@@ -238,12 +240,11 @@ impl Store {
             .query_row("SELECT status, error, finished FROM runs WHERE sweep = ?1 AND key = ?2", params![sweep, key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()
             .map_err(e)?;
+        // A run recorded before `since` is one this sweep chose to run again: it
+        // failed, or another build simulated it (`--rerun-other-builds`).
         if let Some((status, error, finished)) = stored {
-            if status == "ok" {
-                return Ok(Claim::Done(None));
-            }
             if finished.is_some_and(|f| f >= since) {
-                return Ok(Claim::Done(Some(error.unwrap_or_default())));
+                return Ok(Claim::Done(if status == "ok" { None } else { Some(error.unwrap_or_default()) }));
             }
         }
         let holder: Option<(String, i64, f64)> = tx
@@ -278,9 +279,19 @@ impl Store {
     /// The keys of sweep `sweep`'s finished runs (failed runs are not finished: a
     /// restart runs them again).
     pub fn finished_keys(&self, sweep: &str) -> Result<HashSet<String>> {
-        let mut s = self.conn.prepare("SELECT key FROM runs WHERE sweep = ?1 AND status = 'ok'").map_err(|e| self.err(e))?;
-        let keys = s.query_map([sweep], |r| r.get(0)).and_then(|m| m.collect()).map_err(|e| self.err(e))?;
-        Ok(keys)
+        Ok(self.finished_builds(sweep)?.into_keys().collect())
+    }
+
+    /// Sweep `sweep`'s finished runs by key, each with the commit of the tiersim build
+    /// that simulated it (its report's `sim.commit`): `None` for a run stored before
+    /// reports named their commit.
+    pub fn finished_builds(&self, sweep: &str) -> Result<BTreeMap<String, Option<String>>> {
+        let mut s = self
+            .conn
+            .prepare("SELECT key, json_extract(report, '$.sim.commit') FROM runs WHERE sweep = ?1 AND status = 'ok'")
+            .map_err(|e| self.err(e))?;
+        let rows = s.query_map([sweep], |r| Ok((r.get(0)?, r.get(1)?))).and_then(|m| m.collect()).map_err(|e| self.err(e))?;
+        Ok(rows)
     }
 
     /// The keys of every run of sweep `sweep` the store holds, finished or failed.

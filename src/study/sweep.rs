@@ -7,7 +7,7 @@ use super::store::{unix_now, Claim, Store, CLAIM_BEAT_S};
 use crate::engine::{self, RunOptions};
 use crate::progress::Progress;
 use anyhow::{bail, Result};
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -23,7 +23,18 @@ pub struct SweepOptions {
     /// When set (Ctrl-C), running runs stop at their next epoch boundary and are not
     /// recorded, and no new run starts.
     pub stop: Option<&'static AtomicBool>,
+    /// Simulate again the finished runs that another build of tiersim simulated (the
+    /// commit in their report differs from this binary's, or is not recorded). Without
+    /// it they are kept, and [`SweepOutcome::other_builds`] counts them.
+    pub rerun_other_builds: bool,
 }
+
+/// This binary's commit, as a report's `sim.commit` names it.
+pub const THIS_BUILD: &str = env!("TIERSIM_COMMIT");
+
+/// What [`SweepOutcome::other_builds`] calls the build of a run stored before reports
+/// named their commit.
+pub const UNRECORDED: &str = "an older build that did not record its commit";
 
 /// What a sweep did.
 #[derive(Clone, Debug, Default)]
@@ -43,6 +54,31 @@ pub struct SweepOutcome {
     pub failed_elsewhere: Vec<(String, String)>,
     /// Runs left to do because the sweep was stopped.
     pub left: usize,
+    /// Of the runs the store already held, those another build simulated: the
+    /// number of runs by that build's commit ([`UNRECORDED`] for runs stored before
+    /// reports named their commit). Empty with [`SweepOptions::rerun_other_builds`].
+    pub other_builds: BTreeMap<String, usize>,
+}
+
+impl SweepOutcome {
+    /// One line saying which of the kept runs other builds simulated, if any.
+    pub fn other_builds_note(&self) -> Option<String> {
+        other_builds_note(&self.other_builds)
+    }
+}
+
+/// The line that says `builds` (runs by commit) were simulated by builds other than
+/// this one, and how to simulate them again; `None` when there are none.
+pub fn other_builds_note(builds: &BTreeMap<String, usize>) -> Option<String> {
+    if builds.is_empty() {
+        return None;
+    }
+    let n: usize = builds.values().sum();
+    let each: Vec<String> = builds.iter().map(|(commit, k)| format!("{k} by {commit}")).collect();
+    Some(format!(
+        "{n} stored runs were simulated by another build of tiersim ({}), not this one ({THIS_BUILD}); their figures stand beside this build's, and --rerun-other-builds simulates them again",
+        each.join(", ")
+    ))
 }
 
 /// What a worker of a sweep tells the thread that writes the store.
@@ -129,9 +165,22 @@ pub fn run_sweep(spec: &Spec, store: &mut Store, opts: &SweepOptions) -> Result<
     let since = unix_now();
     store.begin_sweep(&spec.name, &spec.to_toml(), &spec.axis_names(), spec.baseline.as_deref())?;
     store.renumber(&spec.name, &points)?;
-    let done = store.finished_keys(&spec.name)?;
-    let todo: Vec<&Point> = points.iter().filter(|p| !done.contains(&p.key())).collect();
-    let mut out = SweepOutcome { total: points.len(), already: points.len() - todo.len(), ..Default::default() };
+    let done = store.finished_builds(&spec.name)?;
+    let mut other_builds = BTreeMap::new();
+    let todo: Vec<&Point> = points
+        .iter()
+        .filter(|p| match done.get(&p.key()) {
+            None => true,
+            Some(Some(commit)) if commit == THIS_BUILD => false,
+            Some(other) => {
+                if !opts.rerun_other_builds {
+                    *other_builds.entry(other.clone().unwrap_or_else(|| UNRECORDED.into())).or_insert(0) += 1;
+                }
+                opts.rerun_other_builds
+            }
+        })
+        .collect();
+    let mut out = SweepOutcome { total: points.len(), already: points.len() - todo.len(), other_builds, ..Default::default() };
     if todo.is_empty() {
         return Ok(out);
     }
