@@ -160,6 +160,14 @@ pub struct EpochsConfig {
     /// mode (docs/epochs.md, "Calibrating under load"). Our choice; `false` leaves a
     /// calibrating core alone on the tiers.
     pub stand_ins: bool,
+    /// A stand-in replays, through the shared last-level cache, the lines its core
+    /// brought to that cache in its last calibration (page walks' included), so that
+    /// a calibrating core shares the cache with the others as in detailed mode; the
+    /// lines that miss go to their tiers' banks and buses. Without it (or before its
+    /// core's first calibration) a stand-in issues memory lines drawn from its last
+    /// chunk's cost and takes no cache space. Only with `stand_ins` and a shared last
+    /// level. Our choice (docs/epochs.md, "Calibrating under load").
+    pub replay_lines: bool,
     /// References per window of a profile (application workloads, traces).
     pub window_refs: u64,
     /// References profiled of an application workload at most; its profile repeats
@@ -181,6 +189,7 @@ impl Default for EpochsConfig {
             min_chunk_s: 0.0001,
             batch_faults: true,
             stand_ins: true,
+            replay_lines: true,
             window_refs: 1 << 22,
             profile_refs: 1 << 28,
         }

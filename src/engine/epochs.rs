@@ -61,6 +61,10 @@ use stand_in::{StandIn, StandIns};
 
 mod stand_in;
 
+/// Cycles a calibration's warm-up runs between two looks at the other cores'
+/// stand-ins (our choice: a fraction of a microsecond, a few dozen references).
+const WARM_STEP: u64 = 1000;
+
 /// Fewest references of a class in a calibration for its fit to replace the last.
 const MIN_SAMPLES: u64 = 16;
 /// Pages a tenant's mapped footprint must grow by, besides a quarter, to call for a
@@ -747,9 +751,11 @@ impl Driver {
             Phase::Warm if left == 0 => {
                 self.cores[core].cost.begin(machine, core);
                 self.start_stand_ins(core, machine.cores()[core].clock);
+                self.start_recording(machine, core);
                 (Phase::Measure, self.cfg.calibration_refs)
             }
             Phase::Measure if left == 0 => {
+                self.stop_recording(machine, core);
                 let c = &mut self.cores[core];
                 c.cost.end(machine, core, self.stand_ins.ran);
                 c.per_ref = None;
@@ -766,6 +772,9 @@ impl Driver {
             Phase::Chunks if self.cores[core].due => {
                 self.cores[core].detailed = true;
                 self.stop_stand_in(core);
+                // The others' stand-ins run through the warm-up too, so that the
+                // shared cache holds their lines when the measured part begins.
+                self.start_stand_ins(core, machine.cores()[core].clock);
                 (Phase::Warm, self.cfg.warmup_refs)
             }
             other => (other, left),
@@ -804,6 +813,25 @@ impl Driver {
         self.tenants[c.tenant as usize].left -= refs as f64;
     }
 
+    /// Runs `core`'s calibration warm-up in detail, as the engine's detailed slice
+    /// does, in steps of at most [`WARM_STEP`] cycles while other cores' stand-ins
+    /// are active, each step after their lines due by then: the shared cache then
+    /// holds their lines beside this core's when the measured part begins.
+    #[allow(clippy::too_many_arguments)]
+    pub fn warm<R: Redirect, P: Policy<R>>(&mut self, feed: &mut CoreFeed, machine: &mut Machine<R>, rt: &mut Runtime, policy: &mut P, core: usize, limit: u64, max: u64, levels: u32) -> Result<(u64, bool)> {
+        let mut n = 0;
+        loop {
+            let now = machine.cores()[core].clock;
+            self.stand(machine, now);
+            let step = if self.stand_ins.next.is_finite() { limit.min(now.saturating_add(WARM_STEP)) } else { limit };
+            let (k, exhausted) = super::scheduler::run_slice::<{ crate::machine::sampled::DETAILED }, R, P>(feed, machine, rt, policy, core, step, max - n, levels)?;
+            n += k;
+            if exhausted || n >= max || machine.cores()[core].clock >= limit || rt.threads.woken() {
+                return Ok((n, exhausted));
+            }
+        }
+    }
+
     /// Runs `core`'s measured calibration: like the engine's detailed slice, each
     /// reference recorded by class. Returns the references run and whether the
     /// source is exhausted.
@@ -830,7 +858,7 @@ impl Driver {
             let before = machine.cores()[core].stats.clone();
             let clock0 = machine.cores()[core].clock;
             let levels0 = machine.memory().caches().counts();
-            let out = machine.access_in::<{ crate::machine::sampled::DETAILED }, P>(core, &a, policy);
+            let out = machine.access_in::<{ crate::machine::epochs::CALIBRATE }, P>(core, &a, policy);
             let levels1 = machine.memory().caches().counts();
             for ((own, now), before) in c.cost.own_levels.iter_mut().zip(&levels1).zip(&levels0) {
                 for k in 0..3 {

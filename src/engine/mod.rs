@@ -348,7 +348,7 @@ fn simulate<R: Redirect, P: Policy<R>>(run: Prepared<R, P>, cfg: &Config, name: 
                         let limit = next_other.min(next_thread).max(floor).min(next_epoch).min(end_cycle);
                         d.chunk(&mut machine, &mut rt, &mut policy, core, limit)?
                     }
-                    epochs::Phase::Warm => run_slice::<DETAILED, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
+                    epochs::Phase::Warm => d.warm(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
                     epochs::Phase::Measure => d.measure(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
                 };
                 if phase != epochs::Phase::Chunks {

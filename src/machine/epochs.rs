@@ -1828,11 +1828,57 @@ pub struct Chunk {
     pub level_writebacks: [u64; super::sampled::MAX_LEVELS],
 }
 
+/// The machine's access mode for a calibration's measured part in epochs mode: the
+/// full model, as `sampled::DETAILED`, and each access that reaches the last-level
+/// cache (data and page walks) noted for the calibrating core's stand-in
+/// (`Caches::record`). A mode of its own so that no other access pays the test.
+pub const CALIBRATE: u8 = 4;
+
 impl<R: Redirect> Machine<R> {
     /// Takes the banks and bus of tier `t` for a line at tier-local `addr` issued at
     /// cycle `at`, counting nothing (`Tier::occupy`); returns its completion cycle.
     pub(crate) fn epochs_occupy(&mut self, t: TierId, addr: u64, write: bool, at: u64) -> u64 {
         self.mem.tiers.get_mut(t).occupy(addr, write, at)
+    }
+
+    /// Another core's access to the line at physical `paddr` as a stand-in replays it
+    /// (engine::epochs::stand_in): through the shared last-level cache and, on a miss,
+    /// the banks and bus of the line's tier, issued at cycle `at`, counting nothing.
+    /// A dirty line the fill evicts is written to its tier as a posted write. Returns
+    /// the tier that served the line and its completion cycle, or `None` when the
+    /// last level held it.
+    pub(crate) fn epochs_replay(&mut self, paddr: u64, at: u64) -> Option<(TierId, u64)> {
+        let (hit, victim) = self.mem.caches.touch_last(paddr >> 6);
+        if let Some(line) = victim {
+            let (t, local) = self.mem.tiers.local(line << 6);
+            self.mem.tiers.get_mut(t).occupy(local, true, at);
+        }
+        if hit {
+            return None;
+        }
+        let (t, local) = self.mem.tiers.local(paddr);
+        Some((t, self.mem.tiers.get_mut(t).occupy(local, false, at)))
+    }
+
+    /// Starts recording the lines `core` brings to the last-level cache (a
+    /// calibration's, for the stand-ins); `false` when the last level is not shared,
+    /// where another core's lines cannot meet this one's and nothing is recorded.
+    pub(crate) fn epochs_start_recording(&mut self, core: usize) -> bool {
+        if self.cores.len() < 2 || !self.mem.caches.last_shared() {
+            return false;
+        }
+        self.mem.caches.start_recording(core);
+        true
+    }
+
+    /// The physical addresses of the lines recorded since
+    /// [`Machine::epochs_start_recording`], in order.
+    pub(crate) fn epochs_stop_recording(&mut self, core: usize) -> Vec<u64> {
+        let mut lines = self.mem.caches.stop_recording(core);
+        for l in &mut lines {
+            *l <<= 6;
+        }
+        lines
     }
 
     /// Runs a chunk of epochs references on `core`: its clock and counters advance

@@ -410,7 +410,7 @@ impl<R: Redirect> Machine<R> {
         let at = c.clock;
         // (The tier of the data only matters to sampled mode's model.)
         let tier = if M == FIT || M == FAST { self.mem.tiers.tier_of(pfn).index() } else { 0 };
-        let (recent, evicted) = if M == DETAILED { (false, None) } else { self.recent.touch(paddr, M == FAST && write) };
+        let (recent, evicted) = if M == DETAILED || M == epochs::CALIBRATE { (false, None) } else { self.recent.touch(paddr, M == FAST && write) };
         if let Some(line) = evicted {
             // A line only fast-forward wrote leaves the filter: written back as the LLC
             // would.
@@ -427,6 +427,9 @@ impl<R: Redirect> Machine<R> {
         } else {
             self.mem.cached(&mut self.redirect, core, paddr, write, MemKind::Demand, at, false, obs)
         };
+        if M == epochs::CALIBRATE && level + 1 >= self.mem.caches.depth() {
+            self.mem.caches.record(core, paddr);
+        }
         if R::TRANSLATES && at_memory > 0 && level == self.mem.caches.depth() {
             latency += at_memory;
             self.redirect.memory_charge_taken(at_memory);

@@ -30,6 +30,9 @@ impl<R: Redirect> Machine<R> {
         if M == FIT {
             self.models[core].record_walk(level, lat);
         }
+        if M == super::epochs::CALIBRATE && level + 1 >= self.mem.caches.depth() {
+            self.mem.caches.record(core, pa);
+        }
         (level, lat)
     }
 

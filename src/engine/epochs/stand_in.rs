@@ -21,6 +21,25 @@
 //! The stand-ins' lines take banks and bus time and count nothing (`Tier::occupy`):
 //! the chunks that made them have counted them. A run of one core has no stand-ins,
 //! so its calibrations are those of a run without them.
+//!
+//! Banks and buses are not all the cores share: in detailed mode the other cores'
+//! lines also take space in the shared last-level cache, and a core alone in it hits
+//! more (memos' preset, `--mix kv,stream,gups,zipf` at 256 MiB with first touch:
+//! detailed mode with a private 8 MiB L3 per core ran 29, 1, 21 and 43 % more
+//! references than with the shared one, and epochs mode, whose calibrations had the
+//! cache to themselves, was within 2–11 % of the private figures). So a core's
+//! calibration records the lines its accesses brought to the shared last level, its
+//! page walks' included (`Caches::start_recording`), and its stand-in, when another
+//! core calibrates, replays them in order and over again
+//! (`engine.epochs.replay_lines`): each goes through the shared cache, counting
+//! nothing, and a line that misses goes to its tier's banks and bus, the stand-in's
+//! clock then moving on by its stall weight times the line's latency. The lines
+//! come at the pace of the core's last chunk, its cycles outside memory per
+//! reference spread over the lines its calibration recorded per reference; its
+//! write-backs are drawn as above, per line that missed (its replayed lines fill the
+//! cache clean), and a dirty line a replayed fill evicts is written to its tier.
+//! Recorded addresses are physical: a page moved since keeps its old frame's lines
+//! in the replay until the core calibrates again.
 
 use super::{CoreRun, Driver, PerRef};
 use crate::machine::epochs::MAX_TIERS;
@@ -43,13 +62,21 @@ pub(super) struct StandIn {
     owed: [[f64; 2]; MAX_TIERS],
     /// Tier-local address of its last demand line in each tier.
     last: [u64; MAX_TIERS],
+    /// The physical lines its core brought to the shared last-level cache in its last
+    /// calibration, in order, the references they came from, and the next to replay.
+    replay: Vec<u64>,
+    replay_refs: u64,
+    pos: usize,
+    /// Its core's references when that recording began.
+    recorded_from: u64,
 }
 
 /// The stand-ins' shared state: their generator and the earliest clock among them.
 #[derive(Clone, Debug)]
 pub(super) struct StandIns {
     rng: Rng,
-    next: f64,
+    /// The earliest clock among the active stand-ins (infinite: none is active).
+    pub next: f64,
     /// Whether the calibration under way runs beside other cores' traffic: theirs
     /// in detail, or their stand-ins'.
     pub ran: bool,
@@ -80,6 +107,26 @@ impl Driver {
         self.cores[core].stand_in.active = false;
     }
 
+    /// Starts recording the lines `core`'s calibration brings to the shared
+    /// last-level cache, for its stand-in to replay.
+    pub(super) fn start_recording<R: Redirect>(&mut self, machine: &mut Machine<R>, core: usize) {
+        if self.cfg.stand_ins && self.cfg.replay_lines && machine.epochs_start_recording(core) {
+            self.cores[core].stand_in.recorded_from = machine.cores()[core].stats.references;
+        }
+    }
+
+    /// Ends `core`'s recording; its stand-in replays it from the start.
+    pub(super) fn stop_recording<R: Redirect>(&mut self, machine: &mut Machine<R>, core: usize) {
+        let lines = machine.epochs_stop_recording(core);
+        let s = &mut self.cores[core].stand_in;
+        let refs = machine.cores()[core].stats.references - s.recorded_from;
+        if !lines.is_empty() && refs > 0 {
+            s.replay = lines;
+            s.replay_refs = refs;
+            s.pos = 0;
+        }
+    }
+
     /// Issues the stand-ins' lines due by cycle `now`.
     #[inline]
     pub(super) fn stand<R: Redirect>(&mut self, machine: &mut Machine<R>, now: u64) {
@@ -91,7 +138,11 @@ impl Driver {
         let tiers = self.load.len();
         for c in self.cores.iter_mut().filter(|c| c.stand_in.active) {
             while c.stand_in.at <= now {
-                step(c, &mut self.stand_ins.rng, machine, tiers, self.cpi);
+                if c.stand_in.replay.is_empty() {
+                    step(c, &mut self.stand_ins.rng, machine, tiers, self.cpi);
+                } else {
+                    replay(c, &mut self.stand_ins.rng, machine, tiers, self.cpi);
+                }
             }
             next = next.min(c.stand_in.at);
         }
@@ -146,4 +197,40 @@ fn step<R: Redirect>(c: &mut CoreRun, rng: &mut Rng, machine: &mut Machine<R>, t
     let outside = cpi * (1.0 + r.instructions) + r.translation + r.cache_stall;
     let weight = if r.memory[t] > 0.0 { r.memory_weight[t] / r.memory[t] } else { 1.0 };
     s.at += outside / lines + weight * (finish - issue) as f64;
+}
+
+/// One recorded line of core `c`'s stand-in, through the shared last-level cache and,
+/// on a miss, its tier; with the write-backs a miss carries.
+fn replay<R: Redirect>(c: &mut CoreRun, rng: &mut Rng, machine: &mut Machine<R>, tiers: usize, cpi: f64) {
+    let r = c.stand_in.per_ref.expect("an active stand-in has a cost");
+    let s = &mut c.stand_in;
+    let line = s.replay[s.pos];
+    s.pos = if s.pos + 1 == s.replay.len() { 0 } else { s.pos + 1 };
+    let issue = s.at as u64;
+    let outside = (cpi * (1.0 + r.instructions) + r.translation + r.cache_stall) * s.replay_refs as f64 / s.replay.len() as f64;
+    s.at += outside;
+    let Some((t, finish)) = machine.epochs_replay(line, issue) else { return };
+    let t = t.index();
+    let lines: f64 = r.memory[..tiers].iter().sum();
+    let weight = if r.memory[t] > 0.0 {
+        r.memory_weight[t] / r.memory[t]
+    } else if lines > 0.0 {
+        r.memory_weight[..tiers].iter().sum::<f64>() / lines
+    } else {
+        1.0
+    };
+    s.at += weight * (finish - issue) as f64;
+    // Its own write-backs: the lines it replays fill the cache clean, so the dirty
+    // lines its misses would evict are drawn as `step` draws them.
+    let shares = r.writeback_shares(tiers);
+    for (u, share) in shares.iter().enumerate().take(tiers) {
+        let owed = &mut s.owed[u][0];
+        *owed += c.cost.writebacks_per_miss * share;
+        while *owed >= 1.0 {
+            *owed -= 1.0;
+            let lines = machine.memory().tiers().get(TierId(u as u8)).capacity_bytes() / 64;
+            let a = rng.below(lines) * 64;
+            machine.epochs_occupy(TierId(u as u8), a, true, issue);
+        }
+    }
 }

@@ -68,6 +68,12 @@ pub(super) trait AnyLevel {
     fn holds_anywhere(&self, line: u64) -> bool;
     /// Ways holding a line, of them dirty, and all ways.
     fn occupancy(&self) -> (u64, u64, u64);
+    /// Whether one instance serves every core.
+    fn shared(&self) -> bool;
+    /// Looks `line` up in a shared level and fills it (clean) on a miss, counting
+    /// nothing: another core's access as epochs mode's stand-ins replay it. Returns
+    /// whether it hit, and the line a fill evicted if it was dirty.
+    fn touch(&mut self, line: u64) -> (bool, Option<u64>);
 }
 
 impl<S: SetArray> AnyLevel for Level<S> {
@@ -87,6 +93,19 @@ impl<S: SetArray> AnyLevel for Level<S> {
     #[cfg(test)]
     fn holds_anywhere(&self, line: u64) -> bool {
         (0..self.instances).any(|core| self.sets.peek(self.set_of(core, line), self.tag_of(line)))
+    }
+
+    fn shared(&self) -> bool {
+        self.core_mask == 0
+    }
+
+    fn touch(&mut self, line: u64) -> (bool, Option<u64>) {
+        let (set, tag) = (self.set_of(0, line), self.tag_of(line));
+        if self.sets.lookup(set, tag, false) {
+            return (true, None);
+        }
+        let victim = self.sets.insert(set, tag);
+        (false, (victim & DIRTY_TAG != 0).then(|| self.line_of(set, victim)))
     }
 
     fn occupancy(&self) -> (u64, u64, u64) {
@@ -118,6 +137,8 @@ pub(super) trait Below {
 
     fn levels(&self) -> Vec<&dyn AnyLevel>;
     fn levels_mut(&mut self) -> Vec<&mut dyn AnyLevel>;
+    /// The last level (none below the last).
+    fn last_mut(&mut self) -> Option<&mut dyn AnyLevel>;
 
     /// Writes each level's hits, misses and write-backs into `out`, this level's
     /// first (no allocation: epochs mode reads them around each access of a
@@ -146,6 +167,10 @@ impl Below for Memory {
     }
 
     fn counts_into(&self, _out: &mut [[u64; 3]]) {}
+
+    fn last_mut(&mut self) -> Option<&mut dyn AnyLevel> {
+        None
+    }
 
     fn levels_mut(&mut self) -> Vec<&mut dyn AnyLevel> {
         Vec::new()
@@ -222,6 +247,14 @@ impl<S: SetArray + 'static, B: Below> Below for Stack<S, B> {
         let mut v: Vec<&dyn AnyLevel> = vec![&self.top];
         v.extend(self.below.levels());
         v
+    }
+
+    fn last_mut(&mut self) -> Option<&mut dyn AnyLevel> {
+        if B::DEPTH == 0 {
+            Some(&mut self.top)
+        } else {
+            self.below.last_mut()
+        }
     }
 
     fn levels_mut(&mut self) -> Vec<&mut dyn AnyLevel> {

@@ -123,7 +123,17 @@ pub struct Caches {
     depth: usize,
     l1_latency: u64,
     llc_latency: u64,
+    /// Cores whose accesses to the last level are being recorded (epochs mode's
+    /// calibrations, for the stand-ins that replay them, [`Caches::record`]): their
+    /// count, and per core the lines in the order they reached it, up to
+    /// [`RECORDED_LINES`].
+    recording: usize,
+    records: Vec<Option<Vec<u64>>>,
 }
+
+/// The most last-level accesses a recording keeps: 2^20 lines, 8 MiB (a calibration of
+/// 300 000 references makes at most a few per reference).
+pub(crate) const RECORDED_LINES: usize = 1 << 20;
 
 impl Caches {
     /// The hierarchy of `configs` (validated: 1 to [`MAX_LEVELS`] levels) for `cores` cores.
@@ -135,6 +145,8 @@ impl Caches {
             depth: configs.len(),
             l1_latency: configs[0].latency_cycles,
             llc_latency: configs[configs.len() - 1].latency_cycles,
+            recording: 0,
+            records: Vec::new(),
         }
     }
 
@@ -180,6 +192,57 @@ impl Caches {
     fn access_below(&mut self, core: usize, line: u64, write: bool, evicted: &mut Evicted) -> (usize, u64) {
         evicted.len = 0;
         each_shape!(&mut self.shape, h => h.access(core, line, write, evicted))
+    }
+
+    /// Notes that `core`'s access to the line holding `paddr` reached the last level,
+    /// if its accesses are being recorded (the machine's accesses in mode
+    /// `CALIBRATE`, which call this for every access that reached it).
+    #[inline(never)]
+    pub(crate) fn record(&mut self, core: usize, paddr: u64) {
+        if self.recording == 0 {
+            return;
+        }
+        let line = paddr >> LINE_SHIFT;
+        if let Some(Some(v)) = self.records.get_mut(core) {
+            if v.len() < RECORDED_LINES {
+                v.push(line);
+            }
+        }
+    }
+
+    /// Starts recording the lines `core`'s accesses bring to the last level (walks'
+    /// included), from an empty record: those the machine makes in mode `CALIBRATE`.
+    pub(crate) fn start_recording(&mut self, core: usize) {
+        if self.records.len() <= core {
+            self.records.resize_with(core + 1, || None);
+        }
+        if self.records[core].is_none() {
+            self.recording += 1;
+        }
+        self.records[core] = Some(Vec::new());
+    }
+
+    /// Stops recording `core`'s accesses; returns the lines recorded since
+    /// [`Caches::start_recording`].
+    pub(crate) fn stop_recording(&mut self, core: usize) -> Vec<u64> {
+        match self.records.get_mut(core).and_then(Option::take) {
+            Some(v) => {
+                self.recording -= 1;
+                v
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Whether the last level is one instance shared by every core.
+    pub(crate) fn last_shared(&mut self) -> bool {
+        each_shape!(&mut self.shape, h => h.last_mut()).is_some_and(|l| l.shared())
+    }
+
+    /// Another core's access to `line` in the shared last level, counting nothing (a
+    /// stand-in's, epochs mode): whether it hit, and the dirty line its fill evicted.
+    pub(crate) fn touch_last(&mut self, line: u64) -> (bool, Option<u64>) {
+        each_shape!(&mut self.shape, h => h.last_mut()).map_or((false, None), |l| l.touch(line))
     }
 
     /// Removes every line of the physical range [`paddr`, `paddr + bytes`) from every

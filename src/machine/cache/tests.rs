@@ -237,3 +237,48 @@ fn private_levels_are_per_core() {
     // Core 1 misses its own L1 but hits the shared L2.
     assert_eq!(access(&mut c, 1, 0, false, &mut mem), (1, 10));
 }
+
+/// Epochs mode's stand-ins touch the shared last level without counting. By hand, on
+/// the two-level hierarchy (L2: one set of 4 ways, shared): core 0 writes lines 0–3
+/// (each misses both levels and is filled; line 3's store leaves it dirty in L1
+/// only), then its L1 evicts dirty line 3 into L2 when line 4 comes, and line 4 pushes
+/// line 0 out of L2 (clean). Touches: line 4 hits (now most recent); line 9 misses,
+/// fills and evicts the least recent, line 1 (clean); line 10 evicts line 2 (clean);
+/// line 11 evicts line 3, dirty since the L1's write-back. The counters are those of
+/// the five accesses alone.
+#[test]
+fn touching_the_shared_last_level_counts_nothing_and_returns_dirty_victims() {
+    let mut c = Caches::new(&two_level(), 2);
+    let mut ev = Evicted::default();
+    assert!(c.last_shared());
+    for line in 0..4u64 {
+        c.access(0, line * 64, line == 3, &mut ev);
+    }
+    c.access(0, 4 * 64, false, &mut ev);
+    c.access(0, 5 * 64, false, &mut ev);
+    let before = c.counts();
+    assert_eq!(c.touch_last(4), (true, None));
+    assert_eq!(c.touch_last(9), (false, None));
+    assert_eq!(c.touch_last(10), (false, None));
+    assert_eq!(c.touch_last(11), (false, Some(3)));
+    assert_eq!(c.counts(), before, "touches count nothing");
+    // A private last level is not shared.
+    let private: Vec<CacheConfig> = two_level().into_iter().map(|l| CacheConfig { shared: false, ..l }).collect();
+    assert!(!Caches::new(&private, 2).last_shared());
+}
+
+/// A recording keeps the lines noted for its core, in order, from its start to its
+/// stop, and nothing for a core that is not recording.
+#[test]
+fn a_recording_keeps_its_cores_lines_in_order() {
+    let mut c = Caches::new(&two_level(), 2);
+    c.record(0, 64);
+    c.start_recording(1);
+    c.record(0, 128);
+    c.record(1, 192);
+    c.record(1, 64 * 7 + 5);
+    assert_eq!(c.stop_recording(0), Vec::<u64>::new());
+    assert_eq!(c.stop_recording(1), vec![3, 7]);
+    c.record(1, 256);
+    assert_eq!(c.stop_recording(1), Vec::<u64>::new(), "stopped");
+}

@@ -758,7 +758,7 @@ mod tests {
         assert_eq!(off.len(), 1);
         assert_eq!((off[0].0.what.as_str(), off[0].1.ours.as_str()), ("c", "-0.005"));
         let idle = vec!["memos-kv: policy=memos: policy memos never acted: its first period (20 s) did not come due".to_string()];
-        let kept = BTreeMap::from([("0123abcd".to_string(), 2), (super::sweep::UNRECORDED.to_string(), 1)]);
+        let kept = BTreeMap::from([("0123abcd".to_string(), 2), (crate::study::UNRECORDED.to_string(), 1)]);
         let papers = [ScoredPaper { paper: PAPERS[0], rows: quick, setting: "small.".into(), full: Some(full), never_acted: idle, other_builds: kept }];
         let text = scoreboard(&papers, true, "abc123", &[("spar: x".into(), "boom".into())]);
         let name = PAPERS[0].name;
