@@ -66,8 +66,10 @@ pub struct TierStreamArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Most unfinished reads, and most unfinished writes, at once; a request of a kind
-    /// that has this many waits until one finishes.
-    #[arg(long, default_value_t = 48)]
+    /// that has this many waits until one finishes. 32 is the size of Ramulator 2's
+    /// read and write buffers (`read_buffer_size`, `write_buffer_size` of its
+    /// controller).
+    #[arg(long, default_value_t = 32)]
     pub in_flight: usize,
     /// Also write the stream as a Ramulator 2 `LoadStoreTrace` file (`LD 0x…` / `ST 0x…`).
     #[arg(long, value_name = "FILE")]
@@ -159,6 +161,15 @@ pub(crate) fn drive(tier: &mut Tier, stream: impl Iterator<Item = (u64, bool)>, 
     m
 }
 
+/// Writes the first `requests` requests of `stream` as a Ramulator 2 `LoadStoreTrace`:
+/// one line each, `LD` (read) or `ST` (write), a space and the address in hex.
+pub(crate) fn write_trace(w: &mut impl Write, stream: impl Iterator<Item = (u64, bool)>, requests: u64) -> std::io::Result<()> {
+    for (addr, write) in stream.take(requests as usize) {
+        writeln!(w, "{} {addr:#x}", if write { "ST" } else { "LD" })?;
+    }
+    w.flush()
+}
+
 /// Parses `read` or `R:W` into (reads, writes) per period.
 fn parse_rw(text: &str) -> Result<(u64, u64)> {
     if text == "read" {
@@ -213,10 +224,8 @@ pub fn tier_stream(args: &TierStreamArgs) -> Result<()> {
     if let Some(path) = &args.trace_out {
         let out = OutputFile::create("--trace-out", path, &[], &[])?;
         let mut w = BufWriter::new(out.handle()?);
-        for (addr, write) in Stream::new(pattern, footprint, reads, writes, args.seed).take(args.requests as usize) {
-            writeln!(w, "{} {addr:#x}", if write { "ST" } else { "LD" })?;
-        }
-        w.flush()?;
+        write_trace(&mut w, Stream::new(pattern, footprint, reads, writes, args.seed), args.requests)
+            .map_err(|e| anyhow!("--trace-out {}: cannot write: {e}", path.display()))?;
         drop(w);
         out.commit()?;
     }
@@ -295,7 +304,7 @@ mod tests {
         // and 1 in bank 0's row 0, lines 2 and 3 in bank 1's row 0, then bank 0's row 1…
         // So misses and hits alternate: 40, 20, 40, 20 cycles; nothing ever waits.
         let mut t = small_tier();
-        let m = drive(&mut t, Stream::new(Pattern::Sequential, 1 << 20, 1, 0, 1), 4, 1000, 48);
+        let m = drive(&mut t, Stream::new(Pattern::Sequential, 1 << 20, 1, 0, 1), 4, 1000, 32);
         assert_eq!(m, Measured { reads: 4, writes: 0, read_latency_cycles: 40 + 20 + 40 + 20, end_cycle: 3000 + 20 });
     }
 
@@ -308,6 +317,22 @@ mod tests {
         let mut t = small_tier();
         let m = drive(&mut t, Stream::new(Pattern::Sequential, 1 << 20, 1, 0, 1), 3, 15, 1);
         assert_eq!(m, Measured { reads: 3, writes: 0, read_latency_cycles: 40 + 20 + 40, end_cycle: 115 });
+    }
+
+    #[test]
+    fn the_trace_written_is_the_stream_as_tiersims_ramulator2_reader_reads_it() {
+        use crate::trace::ramulator::{Kind, RamulatorReader};
+        use crate::trace::Source;
+        let mut text = Vec::new();
+        write_trace(&mut text, Stream::new(Pattern::Random, 1 << 30, 2, 1, 5), 300).unwrap();
+        assert!(text.starts_with(b"LD 0x"));
+        let mut reader = RamulatorReader::new(Box::new(std::io::Cursor::new(text)), "t".into(), false, Kind::LoadStore);
+        let mut read = Vec::new();
+        reader.fill(&mut read, 1000).unwrap();
+        let back: Vec<(u64, bool)> = read.iter().map(|a| (a.vaddr, a.is_write())).collect();
+        let stream: Vec<(u64, bool)> = Stream::new(Pattern::Random, 1 << 30, 2, 1, 5).take(300).collect();
+        assert_eq!(back, stream);
+        assert_eq!(back.iter().filter(|r| r.1).count(), 100);
     }
 
     #[test]
