@@ -264,3 +264,35 @@ fn tenants_run_one_vm_per_core_with_their_fast_share() {
     bad(&["run", "--tenants", "vm:kv:60%,vm:stream:60%"], "fast_share");
     bad(&["run", "--tenants", "vm:kv", "--mix", "gups"], "--tenants");
 }
+
+/// `tier-stream` on Ramulator 2's DDR4-2400 channel (studies/ramulator2-ddr4.toml):
+/// random reads one every 53.3 ns (128 cycles at 2.4 GHz) over 1 GiB never find their
+/// row open and never wait (a bank is busy for 106 cycles), so every read takes the
+/// configured row miss, 53 DRAM clocks = 44.17 ns, and the 200 lines take 199 × 128
+/// + 106 cycles: 12 800 bytes in 10.66 µs, 1.201 GB/s. The trace written holds the
+/// sequential stream's 200 requests, every third a write.
+#[test]
+fn tier_stream_gives_the_configured_latencies_when_idle_and_writes_its_stream() {
+    let dir = Scratch::new("tier-stream");
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/studies/ramulator2-ddr4.toml");
+    let figure = |out: &Output, key: &str| -> f64 {
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let line = text.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("no {key} in {text}"));
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    let common = ["tier-stream", "--config", config, "--interval-ns", "53.3333", "--requests", "200"];
+    let random = tiersim(&[&common[..], &["--pattern", "random"]].concat());
+    assert!(random.status.success(), "{}", String::from_utf8_lossy(&random.stderr));
+    assert_eq!(figure(&random, "avg_read_latency_ns"), 44.17);
+    assert_eq!(figure(&random, "offered_gbps"), 1.2);
+    assert_eq!(figure(&random, "achieved_gbps"), 1.201);
+    let trace = dir.file("seq.trace");
+    let seq = tiersim(&[&common[..], &["--pattern", "sequential", "--rw", "2:1", "--trace-out", &trace]].concat());
+    assert!(seq.status.success(), "{}", String::from_utf8_lossy(&seq.stderr));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 200);
+    assert_eq!(&lines[..4], ["LD 0x0", "LD 0x40", "ST 0x80", "LD 0xc0"]);
+    bad(&["tier-stream", "--config", config, "--interval-ns", "10", "--rw", "2-1"], "--rw");
+    bad(&["tier-stream", "--config", config, "--interval-ns", "10", "--tier", "middle"], "--tier");
+}

@@ -1,7 +1,8 @@
 //! The command line: `demo`, `run`, `compare`, `policies`, `config`, the trace
 //! commands `record` (in [`record`]), `convert` and `inspect` (in [`traces`]), the
-//! studies `sweep` (in [`sweep`]) and `reproduce` (in [`reproduce`]), and `report`
-//! (in [`report`]).
+//! studies `sweep` (in [`sweep`]) and `reproduce` (in [`reproduce`]), `report`
+//! (in [`report`]), and `tier-stream` (in [`tier_stream`]), one tier alone under a
+//! stream of requests.
 //!
 //! Every command checks its output paths before it starts ([`output`]), and runs
 //! stop cleanly on Ctrl-C ([`interrupt`]).
@@ -14,6 +15,7 @@ mod suite;
 mod report;
 pub mod reproduce;
 pub mod sweep;
+mod tier_stream;
 mod traces;
 
 use crate::config::{Config, Sources, PRESETS};
@@ -93,6 +95,10 @@ pub enum Command {
     /// Draw a run's JSON report (or compare's), or a sweep store, as one self-contained
     /// HTML page with plots.
     Report(report::ReportArgs),
+    /// Drive one tier alone with a synthetic stream of requests at a fixed rate and print
+    /// its read latency and bandwidth; optionally write the stream as a Ramulator 2
+    /// trace (docs/machine.md, "Against Ramulator 2").
+    TierStream(tier_stream::TierStreamArgs),
 }
 
 /// Where the configuration comes from.
@@ -446,6 +452,7 @@ pub fn main(cli: Cli) -> Result<()> {
         Command::Sweep(args) => sweep::sweep(&args),
         Command::Reproduce(args) => reproduce::reproduce(&args),
         Command::Report(args) => report::report(&args),
+        Command::TierStream(args) => tier_stream::tier_stream(&args),
     }
 }
 
