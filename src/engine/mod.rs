@@ -34,8 +34,8 @@ mod scheduler;
 
 pub use epochs::EpochsReport;
 
-use crate::config::{Config, Mode, WorkloadSlot};
-use crate::machine::sampled::{DETAILED, FAST, FIT, WARM};
+use crate::config::{Config, FastForward, Mode, WorkloadSlot};
+use crate::machine::sampled::{DETAILED, FAST, FIT, PAGE, WARM};
 use crate::machine::{Build, Machine, MachineInfo, Redirect, TierId};
 use crate::mechanism::{Mechanisms, Runtime, ThreadId};
 use crate::policy::registry::{with_policy, PolicyVisitor};
@@ -296,8 +296,9 @@ fn simulate<R: Redirect, P: Policy<R>>(run: Prepared<R, P>, cfg: &Config, name: 
         }
     }
     let mut refs_by_window = [0u64; 2];
+    let page = windows.fast_forward == FastForward::Page;
     if sampled {
-        machine.start_sampling();
+        machine.start_sampling(page);
     }
     let mut active = Clocks::default();
     for (core, f) in feeds.iter_mut().enumerate() {
@@ -337,6 +338,7 @@ fn simulate<R: Redirect, P: Policy<R>>(run: Prepared<R, P>, cfg: &Config, name: 
             Window::Detailed => run_slice::<DETAILED, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
             Window::Warm => run_slice::<WARM, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
             Window::Fit => run_slice::<FIT, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
+            Window::Fast if page => run_slice::<PAGE, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
             Window::Fast => run_slice::<FAST, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
             Window::Epochs(phase) => {
                 let d = driver.as_mut().expect("epochs mode has a driver");

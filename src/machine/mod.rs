@@ -60,7 +60,7 @@ pub use ids::{PageRef, TierId};
 pub use plan::{Build, MachineInfo, TierInfo};
 pub use redirect::{NoRedirect, Redirect};
 pub use rmap::Owner;
-use sampled::{CostModel, RecencyFilter, DETAILED, FAST, FIT};
+use sampled::{fast, CostModel, RecencyFilter, Translations, DETAILED, FIT, PAGE, WARM};
 pub use space::{PageInfo, TenantKind};
 pub use tier::TierStats;
 
@@ -115,6 +115,12 @@ pub struct Machine<R: Redirect = NoRedirect> {
     /// Sampled mode's recency filter of data lines (empty until
     /// [`Machine::start_sampling`]).
     recent: RecencyFilter,
+    /// Sampled mode's fast-forward is page-granular: the cores' reach arrays are on
+    /// (module `tlb`), kept in every window and read in fast-forward.
+    page_ff: bool,
+    /// Some tenant is a VM: its references fast-forward through the TLBs even at page
+    /// granularity (the reach arrays hold no VM translation).
+    any_vm: bool,
     /// Epochs mode's page state (module [`epochs`]; `None` in other modes).
     pub(crate) epochs: Option<Box<epochs::EpochsState>>,
     /// Test hook: a migration that skips the data copy, to prove `--verify` notices.
@@ -187,6 +193,8 @@ impl<R: Redirect> Machine<R> {
             error: None,
             models: (0..cfg.cores).map(|_| CostModel::new(frames.len(), cfg.caches.len())).collect(),
             recent: RecencyFilter::default(),
+            page_ff: false,
+            any_vm: false,
             epochs: None,
             timing: Timing {
                 cpi_fp: (cfg.base_cpi * FP as f64).round() as u64,
@@ -211,10 +219,25 @@ impl<R: Redirect> Machine<R> {
         })
     }
 
-    /// Prepares sampled mode: the recency filter gets as many lines as the LLC.
-    pub(crate) fn start_sampling(&mut self) {
+    /// Prepares sampled mode: the recency filter gets as many lines as the LLC, and
+    /// with a page-granular fast-forward (`page`) the cores get their reach arrays.
+    pub(crate) fn start_sampling(&mut self, page: bool) {
         let llc = self.cfg.caches.last().map_or(1 << 17, |c| c.size.bytes() / 64);
         self.recent = RecencyFilter::new(llc);
+        if page {
+            self.page_ff = true;
+            self.any_vm = self.space.tenants().iter().any(|t| t.guest.is_some());
+            for c in &mut self.cores {
+                c.tlb.enable_reach();
+            }
+        }
+    }
+
+    /// Whether `tenant`'s translations go through the reach arrays (page-granular
+    /// fast-forward on, and not a VM).
+    #[inline(always)]
+    fn reaches(&self, tenant: u16) -> bool {
+        self.page_ff && !(self.any_vm && self.is_vm(tenant))
     }
 
     /// Starts a fitting window of sampled mode on `core` (module [`sampled`]).
@@ -230,6 +253,17 @@ impl<R: Redirect> Machine<R> {
     /// Ends a fast-forward window on `core`: the cache lookups it skipped are added to
     /// the caches' hit and miss counts as the cost model estimates them.
     pub(crate) fn end_fast_forward(&mut self, core: usize) {
+        if self.page_ff {
+            // The TLB and walk counts of its page-granular translations, estimated.
+            let t = self.models[core].estimated_translations();
+            let s = &mut self.cores[core].stats;
+            s.tlb_l1_hits += t.l1_hits;
+            s.tlb_l2_hits += t.l2_hits;
+            s.tlb_misses += t.misses;
+            s.walk_references += t.walk_references;
+            s.walk_memory_accesses += t.walk_memory_accesses;
+            s.walk_cycles += t.walk_cycles;
+        }
         let served = self.models[core].estimated_levels();
         self.mem.caches.add_estimated(&served);
     }
@@ -352,13 +386,22 @@ impl<R: Redirect> Machine<R> {
     /// `DETAILED`, the full model; `FIT`, the full model recording what the core's cost
     /// model is fitted on; `FAST`, fast-forward — translation, faults and Accessed/Dirty
     /// bits exact, the caches skipped and their time taken from the cost model, and
-    /// memory reached as often as the model says. `FAST` needs a machine without a
-    /// redirection structure.
+    /// memory reached as often as the model says; `PAGE`, fast-forward at page
+    /// granularity — as `FAST`, but translated through the core's reach arrays, with a
+    /// walk (Accessed and Dirty bits, faults, traps) only when they miss and the
+    /// translation's time from the cost model. `FAST` and `PAGE` need a machine
+    /// without a redirection structure.
     #[inline(always)]
     pub(crate) fn access_in<const M: u8, O: Observer>(&mut self, core: usize, a: &Access, obs: &mut O) -> RefOutcome {
-        debug_assert!(M != FAST || R::PLAIN, "fast-forward on a machine with a redirection structure");
+        debug_assert!(!fast(M) || R::PLAIN, "fast-forward on a machine with a redirection structure");
         let write = a.is_write();
         let tenant = a.tenant;
+        // Page-granular fast-forward translates this tenant through the reach arrays;
+        // the detailed windows keep them, and the fitting window records, per reach
+        // class, what translation cost (from the walk counters before the reference).
+        let page = M == PAGE && self.reaches(tenant);
+        let reach = (M == FIT || M == WARM) && self.reaches(tenant);
+        let before = if M == FIT && reach { Some(TranslationCounters::of(&self.cores[core].stats)) } else { None };
         // The core is borrowed twice: up to its L1 TLBs, and from the translation on
         // (the caches, tiers and cost model are other fields of the machine).
         let c = &mut self.cores[core];
@@ -371,17 +414,44 @@ impl<R: Redirect> Machine<R> {
         c.stats.references += 1;
         c.stats.reads += !write as u64;
         c.stats.writes += write as u64;
-        let (entry, mut translation, mut found) = match c.tlb.lookup_l1(tenant, a.vaddr) {
-            Some(e) => (e, 0, Some(TlbHit::L1)),
-            None => match self.translate_miss::<M, O>(core, tenant, a.vaddr, write, obs) {
-                Some(t) => t,
-                None => return RefOutcome::default(),
-            },
+        let mut held = false;
+        let (entry, mut translation, mut found) = if page {
+            match c.tlb.reach_lookup(tenant, a.vaddr) {
+                Some(e) => {
+                    held = true;
+                    (e, 0, None)
+                }
+                None => match self.translate_page(core, tenant, a.vaddr, write, obs) {
+                    Some((e, faults)) => (e, faults, None),
+                    None => return RefOutcome::default(),
+                },
+            }
+        } else {
+            match c.tlb.lookup_l1(tenant, a.vaddr) {
+                Some(e) => (e, 0, Some(TlbHit::L1)),
+                None => match self.translate_miss::<M, O>(core, tenant, a.vaddr, write, obs) {
+                    Some(t) => t,
+                    None => return RefOutcome::default(),
+                },
+            }
         };
         if write && !entry.dirty {
             // x86 sets the dirty bit with a locked update of the PTE on the first store
             // through a clean TLB entry.
-            translation += self.set_dirty_bit::<M, O>(core, tenant, a.vaddr, &entry, translation, obs);
+            if page {
+                self.set_dirty_page(core, tenant, a.vaddr, &entry);
+            } else {
+                translation += self.set_dirty_bit::<M, O>(core, tenant, a.vaddr, &entry, translation, obs);
+            }
+        }
+        if page {
+            // The translation's time, and its walk references that reach memory, as
+            // the fitting window's references of the same reach class had them.
+            let (cycles, walk_memory) = self.models[core].translation(held);
+            translation += cycles;
+            if walk_memory > 0 {
+                self.walk_memory_page(core, tenant, &entry, walk_memory, obs);
+            }
         }
         let mut pfn = if entry.huge { entry.base_pfn + ((a.vaddr >> 12) & (self.space.huge_frames() - 1)) } else { entry.base_pfn };
         let mut at_memory = 0;
@@ -406,17 +476,27 @@ impl<R: Redirect> Machine<R> {
         let paddr = pfn << 12 | (a.vaddr & 0xfff);
         c.clock += translation;
         c.stats.translation_cycles += translation;
+        if reach {
+            // The reach arrays follow the detailed windows, and classify their
+            // references for the cost model.
+            let held = c.tlb.reach_fill(tenant, a.vaddr, TlbEntry { dirty: entry.dirty || write, ..entry });
+            if let Some(before) = before {
+                let t = TranslationCounters::of(&c.stats).since(&before, translation, &self.timing);
+                self.models[core].record_translation(held, &t);
+            }
+        }
+        let c = &mut self.cores[core];
 
         let at = c.clock;
         // (The tier of the data only matters to sampled mode's model.)
-        let tier = if M == FIT || M == FAST { self.mem.tiers.tier_of(pfn).index() } else { 0 };
-        let (recent, evicted) = if M == DETAILED { (false, None) } else { self.recent.touch(paddr, M == FAST && write) };
+        let tier = if M == FIT || fast(M) { self.mem.tiers.tier_of(pfn).index() } else { 0 };
+        let (recent, evicted) = if M == DETAILED { (false, None) } else { self.recent.touch(paddr, fast(M) && write) };
         if let Some(line) = evicted {
             // A line only fast-forward wrote leaves the filter: written back as the LLC
             // would.
             self.redirect.memory(&mut self.mem.tiers, core, line, true, MemKind::Writeback, at, false, obs);
         }
-        let (level, mut latency) = if M == FAST {
+        let (level, mut latency) = if fast(M) {
             let (beyond, memory) = self.models[core].data(tier, write, recent);
             let depth = self.mem.caches.depth();
             if let Some(fitted) = memory {
@@ -454,6 +534,78 @@ impl<R: Redirect> Machine<R> {
             self.check_shadow(tenant, a.vaddr, pfn, served, write);
         }
         RefOutcome { translation_cycles: translation, data_cycles: beyond_l1, paddr, level }
+    }
+
+    /// Page-granular fast-forward's translation of `vaddr` of `tenant` (not a VM)
+    /// after a miss in `core`'s reach arrays: the walk of the page table, which sets
+    /// the leaf's Accessed bit (and Dirty bit for a `write`) and maps the page on first
+    /// touch, then the poison fault and the trap of a moving page, as after a TLB miss
+    /// ([`Machine::translate_miss`]); the translation goes into the reach arrays.
+    /// None of the walk's references is issued: its time comes from the cost model.
+    /// Returns the entry and the cycles of faults; `None` if memory ran out.
+    #[inline(never)]
+    fn translate_page<O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, write: bool, obs: &mut O) -> Option<(TlbEntry, u64)> {
+        let mut path = page_table::WalkPath::default();
+        let mut cycles = 0;
+        let (leaf, e, newly_dirty) = match self.space.tenant_mut(tenant).table.walk_marking(vaddr, &mut path, write) {
+            Some(w) => w,
+            None => {
+                cycles = self.first_touch(core, tenant, vaddr, obs)?;
+                // A detailed walk counts its first touch among its cycles.
+                self.cores[core].stats.walk_cycles += cycles;
+                self.space.tenant_mut(tenant).table.walk_marking(vaddr, &mut path, write).expect("page mapped by first touch")
+            }
+        };
+        if newly_dirty && self.vmx.pml_on(tenant) {
+            self.pml_log(core, tenant, vaddr);
+        }
+        if e & page_table::POISONED != 0 {
+            // BadgerTrap (Thermostat §3.3), NUMA hinting: the walk finds a poisoned PTE
+            // and traps; later hits of the translation do not fault.
+            let fault = self.timing.poison_fault_cycles;
+            cycles += fault;
+            self.cores[core].stats.poison_faults += 1;
+            self.cores[core].stats.fault_cycles += fault;
+            let page = vaddr & !(self.space.page_bytes(leaf.huge) - 1);
+            let number = self.space.page_number(tenant, page);
+            obs.on_fault(&FaultEvent { core, tenant, addr: page, page: number, huge: leaf.huge, kind: FaultKind::Poison });
+        }
+        let clean = e & TRAP != 0 && self.spring_trap(core, tenant, vaddr, leaf.huge, write);
+        obs.on_tlb_miss(&TlbMissEvent { core, tenant, vaddr, addr: vaddr, huge: leaf.huge, walk_cycles: cycles });
+        let entry = TlbEntry { base_pfn: e >> 12, huge: leaf.huge, dirty: e & DIRTY != 0 && !clean, slot: leaf.slot as u32 };
+        self.cores[core].tlb.reach_fill(tenant, vaddr, entry);
+        Some((entry, cycles))
+    }
+
+    /// Page-granular fast-forward's first store through a clean translation in the
+    /// reach arrays: the PTE's Dirty bit set (a trap sprung on a write-protected
+    /// page), the translation marked dirty. Its time is in the translation's fit.
+    #[inline(never)]
+    fn set_dirty_page(&mut self, core: usize, tenant: u16, vaddr: u64, entry: &TlbEntry) {
+        let slot = entry.slot as usize;
+        if *self.space.entry_mut(tenant, slot) & TRAP != 0 {
+            self.spring_trap(core, tenant, vaddr, entry.huge, true);
+        }
+        let e = self.space.entry_mut(tenant, slot);
+        let newly_dirty = *e & DIRTY == 0;
+        *e |= DIRTY | ACCESSED;
+        if newly_dirty && self.vmx.pml_on(tenant) {
+            self.pml_log(core, tenant, vaddr);
+        }
+        self.cores[core].tlb.reach_set_dirty(tenant, vaddr, entry.huge);
+    }
+
+    /// Page-granular fast-forward's walk references that reach memory (`n`, as the
+    /// cost model says): reads of the leaf entry's line from its tier, so that the
+    /// tiers see the walks' traffic as in the other modes.
+    #[cold]
+    #[inline(never)]
+    fn walk_memory_page<O: Observer>(&mut self, core: usize, tenant: u16, entry: &TlbEntry, n: u64, obs: &mut O) {
+        let pa = self.space.entry_paddr(tenant, entry.slot as usize);
+        let at = self.cores[core].clock;
+        for _ in 0..n {
+            self.redirect.memory(&mut self.mem.tiers, core, pa, false, MemKind::Walk, at, false, obs);
+        }
     }
 
     /// Host-side prefetch for a reference a few places ahead: starts loading its leaf
@@ -522,6 +674,55 @@ impl<R: Redirect> Machine<R> {
         let hpa = (m.pfn() << 12) + (gpte - m.addr);
         let at = self.cores[core].clock + after;
         self.walk_ref::<M, O>(core, hpa, true, at, obs).1
+    }
+}
+
+/// A core's translation counters at one moment, so that a fitting window can take
+/// what one reference's translation did (page-granular fast-forward's fit).
+#[derive(Clone, Copy, Debug)]
+struct TranslationCounters {
+    l1_hits: u64,
+    l2_hits: u64,
+    misses: u64,
+    walk_references: u64,
+    walk_memory_accesses: u64,
+    walk_cycles: u64,
+    first_touch_faults: u64,
+    poison_faults: u64,
+}
+
+impl TranslationCounters {
+    #[inline]
+    fn of(s: &CoreStats) -> TranslationCounters {
+        TranslationCounters {
+            l1_hits: s.tlb_l1_hits,
+            l2_hits: s.tlb_l2_hits,
+            misses: s.tlb_misses,
+            walk_references: s.walk_references,
+            walk_memory_accesses: s.walk_memory_accesses,
+            walk_cycles: s.walk_cycles,
+            first_touch_faults: s.first_touch_faults,
+            poison_faults: s.poison_faults,
+        }
+    }
+
+    /// What one reference of `translation` cycles did since `before`: its counts, its
+    /// cycles and its walk's cycles but those of faults (which fast-forward charges
+    /// exactly).
+    #[inline]
+    fn since(&self, before: &TranslationCounters, translation: u64, timing: &Timing) -> Translations {
+        let first_touch = (self.first_touch_faults - before.first_touch_faults) * timing.page_fault_cycles;
+        let poison = (self.poison_faults - before.poison_faults) * timing.poison_fault_cycles;
+        Translations {
+            refs: 1,
+            cycles: translation.saturating_sub(first_touch + poison),
+            l1_hits: self.l1_hits - before.l1_hits,
+            l2_hits: self.l2_hits - before.l2_hits,
+            misses: self.misses - before.misses,
+            walk_references: self.walk_references - before.walk_references,
+            walk_memory_accesses: self.walk_memory_accesses - before.walk_memory_accesses,
+            walk_cycles: (self.walk_cycles - before.walk_cycles).saturating_sub(first_touch),
+        }
     }
 }
 

@@ -52,6 +52,17 @@ pub const FIT: u8 = 1;
 pub const FAST: u8 = 2;
 /// The full model re-warming the caches, keeping the recency filter current.
 pub const WARM: u8 = 3;
+/// Fast-forward at page granularity (`engine.sampled.fast_forward = "page"`): as
+/// [`FAST`] for the data, but translation through the TLB's reach arrays (module
+/// `super::tlb`) instead of the TLBs, walks only on their misses, translation time and
+/// TLB counts from the fitted model.
+pub const PAGE: u8 = 4;
+
+/// Whether mode `m` fast-forwards (the caches skipped).
+#[inline(always)]
+pub const fn fast(m: u8) -> bool {
+    m == FAST || m == PAGE
+}
 
 /// Fixed point of means (cycles).
 const MEAN_BITS: u32 = 16;
@@ -188,8 +199,84 @@ impl Fit {
     }
 }
 
+/// What the translations of a class of references did, in a fitting window, or in
+/// estimates of a page-granular fast-forward window (the TLB counts of the report).
+/// The classes are whether the core's reach arrays held the page's translation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Translations {
+    pub refs: u64,
+    /// Translation cycles but those of faults (charged exactly in fast-forward).
+    pub cycles: u64,
+    pub l1_hits: u64,
+    pub l2_hits: u64,
+    pub misses: u64,
+    pub walk_references: u64,
+    pub walk_memory_accesses: u64,
+    /// Walk cycles but those of first-touch faults.
+    pub walk_cycles: u64,
+}
+
+impl Translations {
+    /// These counts scaled from `self.refs` to `n` references, rounded to nearest.
+    fn scaled(&self, n: u64) -> Translations {
+        let d = self.refs.max(1) as u128;
+        let s = |x: u64| ((x as u128 * n as u128 + d / 2) / d) as u64;
+        Translations {
+            refs: n,
+            cycles: s(self.cycles),
+            l1_hits: s(self.l1_hits),
+            l2_hits: s(self.l2_hits),
+            misses: s(self.misses),
+            walk_references: s(self.walk_references),
+            walk_memory_accesses: s(self.walk_memory_accesses),
+            walk_cycles: s(self.walk_cycles),
+        }
+    }
+
+    fn add(&mut self, o: &Translations) {
+        self.refs += o.refs;
+        self.cycles += o.cycles;
+        self.l1_hits += o.l1_hits;
+        self.l2_hits += o.l2_hits;
+        self.misses += o.misses;
+        self.walk_references += o.walk_references;
+        self.walk_memory_accesses += o.walk_memory_accesses;
+        self.walk_cycles += o.walk_cycles;
+    }
+}
+
+/// The fitted translation of one reach class (page-granular fast-forward): the
+/// fitting window's counts, the mean cycles and the rate of walk references reaching
+/// memory per reference, with their remainders.
+#[derive(Clone, Copy, Debug, Default)]
+struct TranslationFit {
+    fitted: bool,
+    seen: Translations,
+    /// Mean cycles, fixed point ([`MEAN_BITS`]).
+    mean: u64,
+    mean_rem: u64,
+    /// Walk references that reach memory per reference, fixed point ([`P_BITS`]).
+    memory_rate: u64,
+    memory_rem: u64,
+}
+
+impl TranslationFit {
+    fn from(t: &Translations) -> TranslationFit {
+        let n = t.refs.max(1) as u128;
+        TranslationFit {
+            fitted: true,
+            seen: *t,
+            mean: (((t.cycles as u128) << MEAN_BITS) / n) as u64,
+            mean_rem: 0,
+            memory_rate: (((t.walk_memory_accesses as u128) << P_BITS) / n) as u64,
+            memory_rem: 0,
+        }
+    }
+}
+
 /// One core's cost model: fitting sums and fits per data class (tier × read/write ×
-/// recent) and for walk references.
+/// recent) and for walk references; for page-granular fast-forward, per reach class
+/// (the reach arrays held the translation or not) for translations.
 #[derive(Clone, Debug)]
 pub struct CostModel {
     depth: usize,
@@ -197,6 +284,11 @@ pub struct CostModel {
     data_fits: Vec<Fit>,
     walk_sums: Sums,
     walk_fit: Fit,
+    /// Translations of the fitting window, by reach class (miss, hit), their fits,
+    /// and the fast-forward references of each class since the last estimate.
+    translation_sums: [Translations; 2],
+    translation_fits: [TranslationFit; 2],
+    translation_skipped: [u64; 2],
     /// References of each data class, and walk references, fast-forwarded since the
     /// cache counts were last estimated.
     data_skipped: Vec<u64>,
@@ -220,6 +312,9 @@ impl CostModel {
             data_fits: vec![Fit::default(); tiers * 4],
             walk_sums: Sums::default(),
             walk_fit: Fit::default(),
+            translation_sums: [Translations::default(); 2],
+            translation_fits: [TranslationFit::default(); 2],
+            translation_skipped: [0; 2],
             data_skipped: vec![0; tiers * 4],
             walk_skipped: 0,
             predicted: 0,
@@ -240,6 +335,7 @@ impl CostModel {
     pub fn begin_fit(&mut self, clock: u64) {
         self.data_sums.iter_mut().for_each(|s| *s = Sums::default());
         self.walk_sums = Sums::default();
+        self.translation_sums = [Translations::default(); 2];
         self.predicted = 0;
         self.measured = 0;
         self.window_start = clock;
@@ -258,6 +354,14 @@ impl CostModel {
         s.memory_cycles += memory;
         self.measured += stall;
         self.predicted += predicted;
+    }
+
+    /// Records the translation of a detailed reference of the fitting window whose
+    /// translation the reach arrays held (`hit`) or not: `t` holds its counts (`refs`
+    /// is 1).
+    #[inline]
+    pub fn record_translation(&mut self, hit: bool, t: &Translations) {
+        self.translation_sums[hit as usize].add(t);
     }
 
     /// Records a detailed page-walk reference (or PTE update) of the fitting window.
@@ -303,6 +407,18 @@ impl CostModel {
         if self.walk_sums.refs >= MIN_SAMPLES || (!self.walk_fit.fitted && self.walk_sums.refs > 0) {
             self.walk_fit = Fit::from(&self.walk_sums, depth);
         }
+        for h in 0..2 {
+            let t = &self.translation_sums[h];
+            if t.refs >= MIN_SAMPLES || (!self.translation_fits[h].fitted && t.refs > 0) {
+                self.translation_fits[h] = TranslationFit::from(t);
+            }
+        }
+        // A reach class never seen takes the other's fit.
+        for h in 0..2 {
+            if !self.translation_fits[h].fitted && self.translation_fits[1 - h].fitted {
+                self.translation_fits[h] = TranslationFit { fitted: false, mean_rem: 0, memory_rem: 0, ..self.translation_fits[1 - h] };
+            }
+        }
         // A class never seen borrows from the nearest fitted class: the same recency
         // above all (a line just referenced costs what such lines cost), then the
         // same tier, then the same direction.
@@ -328,6 +444,36 @@ impl CostModel {
         let cycles = f.cycles();
         let memory = f.reaches_memory().then(|| Fit::next(f.memory_mean, &mut f.memory_mean_rem));
         (cycles, memory)
+    }
+
+    /// The translation of a page-granular fast-forward reference whose translation
+    /// the reach arrays held (`hit`) or not: its cycles (the class's mean, faults
+    /// apart), and how many walk references of it reach memory (the class's rate,
+    /// remainders carried).
+    #[inline(always)]
+    pub fn translation(&mut self, hit: bool) -> (u64, u64) {
+        self.translation_skipped[hit as usize] += 1;
+        let f = &mut self.translation_fits[hit as usize];
+        let cycles = Fit::next(f.mean, &mut f.mean_rem);
+        let m = f.memory_rem + f.memory_rate;
+        f.memory_rem = m & (P_ONE - 1);
+        (cycles, m >> P_BITS)
+    }
+
+    /// The TLB and walk counts of the page-granular fast-forward references since the
+    /// last call, estimated from each reach class's fit (the counts are reset); their
+    /// walk references are added to the cache lookups [`CostModel::estimated_levels`]
+    /// estimates next.
+    pub fn estimated_translations(&mut self) -> Translations {
+        let mut out = Translations::default();
+        for h in 0..2 {
+            let n = std::mem::take(&mut self.translation_skipped[h]);
+            if n > 0 {
+                out.add(&self.translation_fits[h].seen.scaled(n));
+            }
+        }
+        self.walk_skipped += out.walk_references;
+        out
     }
 
     /// A fast-forward walk reference: its latency, and whether it reached memory.

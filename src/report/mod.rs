@@ -5,7 +5,7 @@
 pub mod html;
 pub mod table;
 
-use crate::config::{Config, SampledConfig, WorkloadSlot};
+use crate::config::{Config, FastForward, SampledConfig, WorkloadSlot};
 use crate::machine::cache::CacheStats;
 use crate::machine::sampled::CostModel;
 use crate::machine::ops::MechanismStats;
@@ -376,10 +376,12 @@ impl SamplingReport {
             model_error_mean: errors.iter().map(|e| e.abs()).sum::<f64>() / n,
             model_error_max: errors.iter().fold(0.0, |a, e| a.max(e.abs())),
             model_error_bias: errors.iter().sum::<f64>() / n,
-            estimated: if sampled {
-                "in fast-forward windows: cache-hierarchy latencies, cache hit and miss counts, walk references served by memory, and which references reach memory (at the fitted rate)".to_string()
-            } else {
-                String::new()
+            estimated: match (sampled, w.fast_forward) {
+                (false, _) => String::new(),
+                (true, FastForward::Tlb) => {
+                    "in fast-forward windows: cache-hierarchy latencies, cache hit and miss counts, walk references served by memory, and which references reach memory (at the fitted rate)".to_string()
+                }
+                (true, FastForward::Page) => "in fast-forward windows: cache-hierarchy latencies, cache hit and miss counts, which references reach memory (at the fitted rate), translation times, and the TLB counts (L1 and L2 hits, misses), walk references, walk memory accesses and walk cycles (from the fitting window, by whether the core's reach array held the translation); first-touch and poison faults stay exact".to_string(),
             },
         }
     }
