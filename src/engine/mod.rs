@@ -296,10 +296,8 @@ fn simulate<R: Redirect, P: Policy<R>>(run: Prepared<R, P>, cfg: &Config, name: 
         }
     }
     let mut refs_by_window = [0u64; 2];
-    let page = windows.fast_forward == FastForward::Page;
-    if sampled {
-        machine.start_sampling(page);
-    }
+    // A machine with a VM tenant fast-forwards through the TLBs (`finish` notes it).
+    let page = sampled && machine.start_sampling(windows.fast_forward == FastForward::Page);
     let mut active = Clocks::default();
     for (core, f) in feeds.iter_mut().enumerate() {
         if f.refill(levels)? {
@@ -450,6 +448,11 @@ fn finish<R: Redirect, P: Policy<R>>(run: Prepared<R, P>, simulated: Simulated, 
             report.notes.push(format!(
                 "engine.mode = \"sampled\": policy {name} puts a redirection structure on the memory path, which every reference must reach as the full model sends it, so the run was detailed throughout"
             ));
+        }
+        if sampled && windows.fast_forward == FastForward::Page && machine.space().tenants().iter().any(|t| t.guest.is_some()) {
+            report.notes.push(
+                "engine.sampled.fast_forward = \"page\": a VM's nested walks and EPT bits are not modelled at page granularity, so fast-forward ran through the TLBs (\"tlb\")".to_string(),
+            );
         }
         report.sampling = Some(SamplingReport::new(sampled, refs_by_window, machine.cost_models(), windows));
     }

@@ -118,9 +118,9 @@ pub struct Machine<R: Redirect = NoRedirect> {
     /// Sampled mode's fast-forward is page-granular: the cores' reach arrays are on
     /// (module `tlb`), kept in every window and read in fast-forward.
     page_ff: bool,
-    /// Some tenant is a VM: its references fast-forward through the TLBs even at page
-    /// granularity (the reach arrays hold no VM translation).
-    any_vm: bool,
+    /// The tiers' counters before the current reference of a fitting window
+    /// (page-granular fast-forward's traffic fit).
+    traffic_before: Vec<sampled::TierTraffic>,
     /// Epochs mode's page state (module [`epochs`]; `None` in other modes).
     pub(crate) epochs: Option<Box<epochs::EpochsState>>,
     /// Test hook: a migration that skips the data copy, to prove `--verify` notices.
@@ -194,7 +194,7 @@ impl<R: Redirect> Machine<R> {
             models: (0..cfg.cores).map(|_| CostModel::new(frames.len(), cfg.caches.len())).collect(),
             recent: RecencyFilter::default(),
             page_ff: false,
-            any_vm: false,
+            traffic_before: Vec::new(),
             epochs: None,
             timing: Timing {
                 cpi_fp: (cfg.base_cpi * FP as f64).round() as u64,
@@ -220,24 +220,45 @@ impl<R: Redirect> Machine<R> {
     }
 
     /// Prepares sampled mode: the recency filter gets as many lines as the LLC, and
-    /// with a page-granular fast-forward (`page`) the cores get their reach arrays.
-    pub(crate) fn start_sampling(&mut self, page: bool) {
+    /// with a page-granular fast-forward (`page`) the cores get their reach arrays. A
+    /// machine with a VM tenant fast-forwards through the TLBs: its nested walks and
+    /// EPT bits are not modelled at page granularity. Returns whether the
+    /// fast-forward is page-granular.
+    pub(crate) fn start_sampling(&mut self, page: bool) -> bool {
         let llc = self.cfg.caches.last().map_or(1 << 17, |c| c.size.bytes() / 64);
         self.recent = RecencyFilter::new(llc);
-        if page {
+        if page && !self.space.tenants().iter().any(|t| t.guest.is_some()) {
             self.page_ff = true;
-            self.any_vm = self.space.tenants().iter().any(|t| t.guest.is_some());
+            self.traffic_before = vec![sampled::TierTraffic::default(); self.mem.tiers.all().len()];
             for c in &mut self.cores {
                 c.tlb.enable_reach();
             }
         }
+        self.page_ff
     }
 
-    /// Whether `tenant`'s translations go through the reach arrays (page-granular
-    /// fast-forward on, and not a VM).
-    #[inline(always)]
-    fn reaches(&self, tenant: u16) -> bool {
-        self.page_ff && !(self.any_vm && self.is_vm(tenant))
+    /// Tier `t`'s counters as page-granular fast-forward's traffic fit reads them.
+    fn tier_traffic(&self, t: usize) -> sampled::TierTraffic {
+        let s = self.mem.tiers.all()[t].stats();
+        let demand = self.mem.tiers.demand(TierId(t as u8));
+        sampled::TierTraffic { reads: s.reads, writes: s.writes, demand: demand.reads, row_hits: s.row_hits, queue_cycles: s.queue_cycles }
+    }
+
+    /// Notes the tiers' counters before a reference of a fitting window.
+    fn snapshot_traffic(&mut self) {
+        for t in 0..self.traffic_before.len() {
+            self.traffic_before[t] = self.tier_traffic(t);
+        }
+    }
+
+    /// Records for `core`'s cost model what the fitting window's reference just made
+    /// each tier do.
+    fn record_traffic(&mut self, core: usize) {
+        for t in 0..self.traffic_before.len() {
+            let d = self.tier_traffic(t).since(&self.traffic_before[t]);
+            self.models[core].record_traffic(t, &d);
+        }
+        self.models[core].record_traffic_ref();
     }
 
     /// Starts a fitting window of sampled mode on `core` (module [`sampled`]).
@@ -263,6 +284,12 @@ impl<R: Redirect> Machine<R> {
             s.walk_references += t.walk_references;
             s.walk_memory_accesses += t.walk_memory_accesses;
             s.walk_cycles += t.walk_cycles;
+            // Its memory traffic, counted at once (the channels' calendars give
+            // mechanisms' traffic its share beside it).
+            for tier in 0..self.mem.tiers.all().len() {
+                let w = self.models[core].window_traffic(tier);
+                self.mem.tiers.add_demand(TierId(tier as u8), w.accesses, w.latency_cycles, w.writebacks, w.walk_reads, w.row_hits, w.queue_cycles);
+            }
         }
         let served = self.models[core].estimated_levels();
         self.mem.caches.add_estimated(&served);
@@ -399,9 +426,14 @@ impl<R: Redirect> Machine<R> {
         // Page-granular fast-forward translates this tenant through the reach arrays;
         // the detailed windows keep them, and the fitting window records, per reach
         // class, what translation cost (from the walk counters before the reference).
-        let page = M == PAGE && self.reaches(tenant);
-        let reach = (M == FIT || M == WARM) && self.reaches(tenant);
-        let before = if M == FIT && reach { Some(TranslationCounters::of(&self.cores[core].stats)) } else { None };
+        let page = M == PAGE && self.page_ff;
+        let reach = (M == FIT || M == WARM) && self.page_ff;
+        let before = if M == FIT && reach {
+            self.snapshot_traffic();
+            Some(TranslationCounters::of(&self.cores[core].stats))
+        } else {
+            None
+        };
         // The core is borrowed twice: up to its L1 TLBs, and from the translation on
         // (the caches, tiers and cost model are other fields of the machine).
         let c = &mut self.cores[core];
@@ -445,13 +477,9 @@ impl<R: Redirect> Machine<R> {
             }
         }
         if page {
-            // The translation's time, and its walk references that reach memory, as
-            // the fitting window's references of the same reach class had them.
-            let (cycles, walk_memory) = self.models[core].translation(held);
-            translation += cycles;
-            if walk_memory > 0 {
-                self.walk_memory_page(core, tenant, &entry, walk_memory, obs);
-            }
+            // The translation's time, as the fitting window's references of the same
+            // reach class had it.
+            translation += self.models[core].translation(held);
         }
         let mut pfn = if entry.huge { entry.base_pfn + ((a.vaddr >> 12) & (self.space.huge_frames() - 1)) } else { entry.base_pfn };
         let mut at_memory = 0;
@@ -479,7 +507,7 @@ impl<R: Redirect> Machine<R> {
         if reach {
             // The reach arrays follow the detailed windows, and classify their
             // references for the cost model.
-            let held = c.tlb.reach_fill(tenant, a.vaddr, TlbEntry { dirty: entry.dirty || write, ..entry });
+            held = c.tlb.reach_fill(tenant, a.vaddr, TlbEntry { dirty: entry.dirty || write, ..entry });
             if let Some(before) = before {
                 let t = TranslationCounters::of(&c.stats).since(&before, translation, &self.timing);
                 self.models[core].record_translation(held, &t);
@@ -493,10 +521,18 @@ impl<R: Redirect> Machine<R> {
         let (recent, evicted) = if M == DETAILED { (false, None) } else { self.recent.touch(paddr, fast(M) && write) };
         if let Some(line) = evicted {
             // A line only fast-forward wrote leaves the filter: written back as the LLC
-            // would.
-            self.redirect.memory(&mut self.mem.tiers, core, line, true, MemKind::Writeback, at, false, obs);
+            // would (counted when the window ends, at page granularity).
+            if page {
+                self.models[core].page_writeback(self.mem.tiers.tier_of(line >> 12).index());
+            } else {
+                self.redirect.memory(&mut self.mem.tiers, core, line, true, MemKind::Writeback, at, false, obs);
+            }
         }
-        let (level, mut latency) = if fast(M) {
+        let (level, mut latency) = if page {
+            // Memory's traffic is counted when the window ends (`end_fast_forward`).
+            let (beyond, memory) = self.models[core].page_data(tier, write, recent);
+            (if memory { self.mem.caches.depth() } else { 0 }, beyond + self.timing.l1_latency)
+        } else if fast(M) {
             let (beyond, memory) = self.models[core].data(tier, write, recent);
             let depth = self.mem.caches.depth();
             if let Some(fitted) = memory {
@@ -528,6 +564,9 @@ impl<R: Redirect> Machine<R> {
             // Memory's part of a miss's latency: what followed the LLC's lookup.
             let memory = if level == self.mem.caches.depth() { latency.saturating_sub(self.mem.caches.llc_latency()) } else { 0 };
             model.record_data(tier, write, recent, level, beyond_l1, memory, stall, predicted);
+            if before.is_some() {
+                self.record_traffic(core);
+            }
         }
         if self.shadow.is_some() {
             let served = self.redirect.served(pfn);
@@ -593,19 +632,6 @@ impl<R: Redirect> Machine<R> {
             self.pml_log(core, tenant, vaddr);
         }
         self.cores[core].tlb.reach_set_dirty(tenant, vaddr, entry.huge);
-    }
-
-    /// Page-granular fast-forward's walk references that reach memory (`n`, as the
-    /// cost model says): reads of the leaf entry's line from its tier, so that the
-    /// tiers see the walks' traffic as in the other modes.
-    #[cold]
-    #[inline(never)]
-    fn walk_memory_page<O: Observer>(&mut self, core: usize, tenant: u16, entry: &TlbEntry, n: u64, obs: &mut O) {
-        let pa = self.space.entry_paddr(tenant, entry.slot as usize);
-        let at = self.cores[core].clock;
-        for _ in 0..n {
-            self.redirect.memory(&mut self.mem.tiers, core, pa, false, MemKind::Walk, at, false, obs);
-        }
     }
 
     /// Host-side prefetch for a reference a few places ahead: starts loading its leaf

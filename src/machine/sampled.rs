@@ -246,8 +246,7 @@ impl Translations {
 }
 
 /// The fitted translation of one reach class (page-granular fast-forward): the
-/// fitting window's counts, the mean cycles and the rate of walk references reaching
-/// memory per reference, with their remainders.
+/// fitting window's counts and the mean cycles, with its remainder.
 #[derive(Clone, Copy, Debug, Default)]
 struct TranslationFit {
     fitted: bool,
@@ -255,23 +254,63 @@ struct TranslationFit {
     /// Mean cycles, fixed point ([`MEAN_BITS`]).
     mean: u64,
     mean_rem: u64,
-    /// Walk references that reach memory per reference, fixed point ([`P_BITS`]).
-    memory_rate: u64,
-    memory_rem: u64,
 }
 
 impl TranslationFit {
     fn from(t: &Translations) -> TranslationFit {
         let n = t.refs.max(1) as u128;
-        TranslationFit {
-            fitted: true,
-            seen: *t,
-            mean: (((t.cycles as u128) << MEAN_BITS) / n) as u64,
-            mean_rem: 0,
-            memory_rate: (((t.walk_memory_accesses as u128) << P_BITS) / n) as u64,
-            memory_rem: 0,
+        TranslationFit { fitted: true, seen: *t, mean: (((t.cycles as u128) << MEAN_BITS) / n) as u64, mean_rem: 0 }
+    }
+}
+
+/// What one tier served, as its counters say: for page-granular fast-forward, whose
+/// memory traffic is counted per window (`Tiers::add_demand`) from what the fitting
+/// window's references made the tier do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TierTraffic {
+    /// Lines read (demand data, walk references) and written (write-backs).
+    pub reads: u64,
+    pub writes: u64,
+    /// Of the reads, the demand accesses of data.
+    pub demand: u64,
+    pub row_hits: u64,
+    pub queue_cycles: u64,
+}
+
+impl TierTraffic {
+    /// What happened between `before` and `self`.
+    #[inline]
+    pub fn since(&self, before: &TierTraffic) -> TierTraffic {
+        TierTraffic {
+            reads: self.reads - before.reads,
+            writes: self.writes - before.writes,
+            demand: self.demand - before.demand,
+            row_hits: self.row_hits - before.row_hits,
+            queue_cycles: self.queue_cycles - before.queue_cycles,
         }
     }
+
+    fn add(&mut self, o: &TierTraffic) {
+        self.reads += o.reads;
+        self.writes += o.writes;
+        self.demand += o.demand;
+        self.row_hits += o.row_hits;
+        self.queue_cycles += o.queue_cycles;
+    }
+}
+
+/// A page-granular fast-forward window's traffic for one tier, to be counted
+/// (`Tiers::add_demand`): the demand accesses the model sent there and their fitted
+/// latency, the walk reads and write-backs at the fitting window's rates, and the
+/// row hits and queueing those showed per access.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowTraffic {
+    pub accesses: u64,
+    pub latency_cycles: u64,
+    pub walk_reads: u64,
+    pub writebacks: u64,
+    pub row_hits: u64,
+    pub queue_cycles: u64,
 }
 
 /// One core's cost model: fitting sums and fits per data class (tier × read/write ×
@@ -289,6 +328,17 @@ pub struct CostModel {
     translation_sums: [Translations; 2],
     translation_fits: [TranslationFit; 2],
     translation_skipped: [u64; 2],
+    /// Per tier, what the fitting window's references made it do, and what the last
+    /// fit with enough references saw, with the references they were counted over.
+    traffic_sums: Vec<TierTraffic>,
+    traffic_refs: u64,
+    traffic_fit: Vec<TierTraffic>,
+    traffic_fit_refs: u64,
+    /// Per tier, the demand accesses page-granular fast-forward sent there since the
+    /// last count, their fitted latency, and the write-backs of lines it dirtied; and
+    /// its references.
+    ff_demand: Vec<(u64, u64, u64)>,
+    ff_refs: u64,
     /// References of each data class, and walk references, fast-forwarded since the
     /// cache counts were last estimated.
     data_skipped: Vec<u64>,
@@ -315,6 +365,12 @@ impl CostModel {
             translation_sums: [Translations::default(); 2],
             translation_fits: [TranslationFit::default(); 2],
             translation_skipped: [0; 2],
+            traffic_sums: vec![TierTraffic::default(); tiers],
+            traffic_refs: 0,
+            traffic_fit: vec![TierTraffic::default(); tiers],
+            traffic_fit_refs: 0,
+            ff_demand: vec![(0, 0, 0); tiers],
+            ff_refs: 0,
             data_skipped: vec![0; tiers * 4],
             walk_skipped: 0,
             predicted: 0,
@@ -336,6 +392,8 @@ impl CostModel {
         self.data_sums.iter_mut().for_each(|s| *s = Sums::default());
         self.walk_sums = Sums::default();
         self.translation_sums = [Translations::default(); 2];
+        self.traffic_sums.iter_mut().for_each(|t| *t = TierTraffic::default());
+        self.traffic_refs = 0;
         self.predicted = 0;
         self.measured = 0;
         self.window_start = clock;
@@ -362,6 +420,19 @@ impl CostModel {
     #[inline]
     pub fn record_translation(&mut self, hit: bool, t: &Translations) {
         self.translation_sums[hit as usize].add(t);
+    }
+
+    /// Records what a detailed reference of the fitting window made tier `tier` do
+    /// (`t`); [`CostModel::record_traffic_ref`] counts the reference once.
+    #[inline]
+    pub fn record_traffic(&mut self, tier: usize, t: &TierTraffic) {
+        self.traffic_sums[tier].add(t);
+    }
+
+    /// Counts one reference of the fitting window for [`CostModel::record_traffic`].
+    #[inline]
+    pub fn record_traffic_ref(&mut self) {
+        self.traffic_refs += 1;
     }
 
     /// Records a detailed page-walk reference (or PTE update) of the fitting window.
@@ -416,8 +487,12 @@ impl CostModel {
         // A reach class never seen takes the other's fit.
         for h in 0..2 {
             if !self.translation_fits[h].fitted && self.translation_fits[1 - h].fitted {
-                self.translation_fits[h] = TranslationFit { fitted: false, mean_rem: 0, memory_rem: 0, ..self.translation_fits[1 - h] };
+                self.translation_fits[h] = TranslationFit { fitted: false, mean_rem: 0, ..self.translation_fits[1 - h] };
             }
+        }
+        if self.traffic_refs >= MIN_SAMPLES || (self.traffic_fit_refs == 0 && self.traffic_refs > 0) {
+            self.traffic_fit.clone_from(&self.traffic_sums);
+            self.traffic_fit_refs = self.traffic_refs;
         }
         // A class never seen borrows from the nearest fitted class: the same recency
         // above all (a line just referenced costs what such lines cost), then the
@@ -451,13 +526,54 @@ impl CostModel {
     /// apart), and how many walk references of it reach memory (the class's rate,
     /// remainders carried).
     #[inline(always)]
-    pub fn translation(&mut self, hit: bool) -> (u64, u64) {
+    pub fn translation(&mut self, hit: bool) -> u64 {
         self.translation_skipped[hit as usize] += 1;
         let f = &mut self.translation_fits[hit as usize];
-        let cycles = Fit::next(f.mean, &mut f.mean_rem);
-        let m = f.memory_rem + f.memory_rate;
-        f.memory_rem = m & (P_ONE - 1);
-        (cycles, m >> P_BITS)
+        Fit::next(f.mean, &mut f.mean_rem)
+    }
+
+    /// A page-granular fast-forward data reference of `tier`: as [`CostModel::data`],
+    /// but a demand access it sends to memory is counted for
+    /// [`CostModel::window_traffic`], not issued.
+    #[inline(always)]
+    pub fn page_data(&mut self, tier: usize, write: bool, recent: bool) -> (u64, bool) {
+        self.ff_refs += 1;
+        let (cycles, memory) = self.data(tier, write, recent);
+        if let Some(latency) = memory {
+            let d = &mut self.ff_demand[tier];
+            d.0 += 1;
+            d.1 += latency;
+        }
+        (cycles, memory.is_some())
+    }
+
+    /// A write-back to `tier` of a line page-granular fast-forward dirtied (the
+    /// recency filter evicted it), counted for [`CostModel::window_traffic`].
+    #[inline]
+    pub fn page_writeback(&mut self, tier: usize) {
+        self.ff_demand[tier].2 += 1;
+    }
+
+    /// The memory traffic of tier `tier` in page-granular fast-forward since the last
+    /// call (the counts are reset once every tier was taken, by the caller taking
+    /// tiers in order): its demand accesses as the model sent them and its
+    /// write-backs as the recency filter evicted them, the walk reads at the fitting
+    /// window's rate per reference, and the row hits and queueing at its rates per
+    /// access.
+    pub fn window_traffic(&mut self, tier: usize) -> WindowTraffic {
+        let (accesses, latency_cycles, writebacks) = std::mem::take(&mut self.ff_demand[tier]);
+        let f = &self.traffic_fit[tier];
+        let refs = self.traffic_fit_refs.max(1) as u128;
+        let per_ref = |x: u64| ((x as u128 * self.ff_refs as u128 + refs / 2) / refs) as u64;
+        let walk_reads = per_ref(f.reads.saturating_sub(f.demand));
+        let total = accesses + walk_reads + writebacks;
+        let served = (f.reads + f.writes).max(1) as u128;
+        let per_access = |x: u64| ((x as u128 * total as u128 + served / 2) / served) as u64;
+        let out = WindowTraffic { accesses, latency_cycles, walk_reads, writebacks, row_hits: per_access(f.row_hits).min(total), queue_cycles: per_access(f.queue_cycles) };
+        if tier + 1 == self.ff_demand.len() {
+            self.ff_refs = 0;
+        }
+        out
     }
 
     /// The TLB and walk counts of the page-granular fast-forward references since the
