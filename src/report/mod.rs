@@ -381,7 +381,7 @@ impl SamplingReport {
                 (true, FastForward::Tlb) => {
                     "in fast-forward windows: cache-hierarchy latencies, cache hit and miss counts, walk references served by memory, and which references reach memory (at the fitted rate)".to_string()
                 }
-                (true, FastForward::Page) => "in fast-forward windows: cache-hierarchy latencies, cache hit and miss counts, which references reach memory (at the fitted rate), translation times, and the TLB counts (L1 and L2 hits, misses), walk references, walk memory accesses and walk cycles (from the fitting window, by whether the core's reach array held the translation); first-touch and poison faults stay exact".to_string(),
+                (true, FastForward::Page) => "in fast-forward windows: cache-hierarchy latencies, cache hit and miss counts, which references reach memory (at the fitted rate), the tiers' row hits, queueing and walk reads (at the fitting window's rates, counted per window), translation times, and the TLB counts (L1 and L2 hits, misses), walk references, walk memory accesses and walk cycles (from the fitting window, by whether the core's reach array held the translation); Accessed and Dirty bits, first-touch, poison and hinting faults and traps follow the reach array's misses".to_string(),
             },
         }
     }
