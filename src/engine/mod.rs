@@ -449,12 +449,14 @@ fn finish<R: Redirect, P: Policy<R>>(run: Prepared<R, P>, simulated: Simulated, 
                 "engine.mode = \"sampled\": policy {name} puts a redirection structure on the memory path, which every reference must reach as the full model sends it, so the run was detailed throughout"
             ));
         }
-        if sampled && windows.fast_forward == FastForward::Page && machine.space().tenants().iter().any(|t| t.guest.is_some()) {
+        let mut ff = windows.fast_forward;
+        if sampled && ff == FastForward::Page && machine.space().tenants().iter().any(|t| t.guest.is_some()) {
+            ff = FastForward::Tlb;
             report.notes.push(
                 "engine.sampled.fast_forward = \"page\": a VM's nested walks and EPT bits are not modelled at page granularity, so fast-forward ran through the TLBs (\"tlb\")".to_string(),
             );
         }
-        report.sampling = Some(SamplingReport::new(sampled, refs_by_window, machine.cost_models(), windows));
+        report.sampling = Some(SamplingReport::new(sampled, ff, refs_by_window, machine.cost_models(), windows));
     }
     if let Some(d) = &driver {
         report.epochs_mode = Some(d.report(&machine));

@@ -753,6 +753,8 @@ impl TranslationCounters {
 }
 
 #[cfg(test)]
+mod page_ff_tests;
+#[cfg(test)]
 mod psc_tests;
 #[cfg(test)]
 mod walk_tests;

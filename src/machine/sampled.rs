@@ -717,6 +717,74 @@ mod tests {
         assert!((m.errors[0] + 0.1).abs() < 1e-12, "{}", m.errors[0]);
     }
 
+    /// The translations of a fitting window by reach class price page-granular
+    /// fast-forward and give its TLB counts: 40 references the reach array held, L1
+    /// hits of 0 cycles, and 40 it did not, 30 L2 hits of 8 cycles and 10 misses with
+    /// a walk of 4 references (one from memory) and 100 cycles. A miss-class reference
+    /// then costs (30·8 + 10·100) / 40 = 31 cycles; 80 fast-forward references of each
+    /// class give 80 L1 hits, 60 L2 hits, 20 misses, 80 walk references (20 from
+    /// memory) and 2 000 walk cycles, and the 80 walk references are added to the cache
+    /// lookups estimated next.
+    #[test]
+    fn page_granular_translations_follow_their_reach_class() {
+        let mut m = CostModel::new(1, 3);
+        m.begin_fit(0);
+        let one = |cycles, l1_hits, l2_hits, misses, walk_references, walk_memory_accesses, walk_cycles| Translations {
+            refs: 1,
+            cycles,
+            l1_hits,
+            l2_hits,
+            misses,
+            walk_references,
+            walk_memory_accesses,
+            walk_cycles,
+        };
+        for i in 0..40 {
+            m.record_translation(true, &one(0, 1, 0, 0, 0, 0, 0));
+            let miss = i % 4 == 0;
+            m.record_translation(false, &if miss { one(100, 0, 0, 1, 4, 1, 100) } else { one(8, 0, 1, 0, 0, 0, 0) });
+        }
+        m.end_fit(1000);
+        let (mut hit, mut missed) = (0, 0);
+        for _ in 0..80 {
+            hit += m.translation(true);
+            missed += m.translation(false);
+        }
+        assert_eq!((hit, missed), (0, 80 * 31));
+        let t = m.estimated_translations();
+        assert_eq!(t, Translations { refs: 160, cycles: 2480, l1_hits: 80, l2_hits: 60, misses: 20, walk_references: 80, walk_memory_accesses: 20, walk_cycles: 2000 });
+        assert_eq!(m.estimated_translations().refs, 0, "counts reset");
+    }
+
+    /// A page-granular window's traffic for a tier: its own demand accesses and
+    /// write-backs, walk reads at the fitting window's rate per reference, row hits
+    /// and queueing at its rates per access. The fitting window: 100 reads of tier 0,
+    /// a quarter of them from memory at 60 cycles; they made the tier read 30 lines, 25
+    /// of them demand (so 5 walk reads), write 10, with 20 row hits and 400 queueing
+    /// cycles over the 40 accesses. Fast-forward: 200 reads, so 50 demand accesses of
+    /// 60 cycles; 5 write-backs; 10 walk reads; 65 accesses in all, so 65·20/40 = 32.5
+    /// → 33 row hits (rounded half up) and 65·400/40 = 650 queueing cycles.
+    #[test]
+    fn page_granular_traffic_is_counted_per_window() {
+        let mut m = CostModel::new(1, 3);
+        m.begin_fit(0);
+        m.record_traffic(0, &TierTraffic { reads: 30, writes: 10, demand: 25, row_hits: 20, queue_cycles: 400 });
+        for i in 0..100 {
+            m.record_traffic_ref();
+            let memory = i % 4 == 0;
+            m.record_data(0, false, false, if memory { 3 } else { 0 }, if memory { 100 } else { 0 }, if memory { 60 } else { 0 }, 0, 0);
+        }
+        m.end_fit(10_000);
+        let memory: u64 = (0..200).map(|_| m.page_data(0, false, false).1 as u64).sum();
+        assert_eq!(memory, 50);
+        for _ in 0..5 {
+            m.page_writeback(0);
+        }
+        let w = m.window_traffic(0);
+        assert_eq!(w, WindowTraffic { accesses: 50, latency_cycles: 3000, walk_reads: 10, writebacks: 5, row_hits: 33, queue_cycles: 650 });
+        assert_eq!(m.window_traffic(0), WindowTraffic::default(), "counts reset");
+    }
+
     /// Fractional means carry their remainders: a mean of 2.5 cycles gives 5 cycles
     /// every 2 references, exactly.
     #[test]

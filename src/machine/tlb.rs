@@ -580,6 +580,38 @@ mod tests {
         assert_eq!(t.lookup(1, 0x20_0000), None);
     }
 
+    /// The reach arrays of the default TLBs: 32 + 512 base-page entries and 32 + 512
+    /// huge-page entries, 1 024 slots each. A huge translation serves every base page
+    /// of its 2 MiB; tenants are apart; the arrays' entries are listed for the
+    /// invariant check; a tenant's flush empties its slots only.
+    #[test]
+    fn reach_arrays_hold_one_translation_a_slot() {
+        let mut t = Tlb::new(&TlbConfig::default(), 4, 21);
+        assert!(!t.reach_on());
+        t.enable_reach();
+        assert_eq!((t.reach.small.len(), t.reach.huge.len()), (1024, 1024));
+        let e = |pfn, huge| TlbEntry { base_pfn: pfn, huge, dirty: false, slot: 3 };
+        assert!(!t.reach_fill(0, 0x1000, e(5, false)), "an empty slot");
+        assert!(t.reach_fill(0, 0x1fff, e(5, false)), "the same page again");
+        assert_eq!(t.reach_lookup(0, 0x1234), Some(e(5, false)));
+        assert_eq!(t.reach_lookup(1, 0x1234), None, "another tenant");
+        t.reach_fill(1, 0x40_0000, e(512, true));
+        assert_eq!(t.reach_lookup(1, 0x5f_f000).map(|x| (x.base_pfn, x.huge)), Some((512, true)), "the last base page of the huge page");
+        t.reach_set_dirty(1, 0x40_0000, true);
+        assert!(t.reach_lookup(1, 0x40_0000).unwrap().dirty);
+        assert_eq!(t.entries().len(), 2, "both reach translations listed");
+        t.flush_tenant(1);
+        assert_eq!(t.reach_lookup(1, 0x40_0000), None);
+        assert!(t.reach_lookup(0, 0x1000).is_some(), "tenant 0 kept");
+        t.invalidate(0, 0x1000, false);
+        assert_eq!(t.reach_lookup(0, 0x1000), None);
+        // Page 1 (slot 1 ^ 0 = 1) and page 1 024 (slot 0 ^ 1 = 1) share a slot: the
+        // second replaces the first.
+        t.reach_fill(0, 0x1000, e(5, false));
+        assert!(!t.reach_fill(0, 1024 << 12, e(6, false)));
+        assert_eq!(t.reach_lookup(0, 0x1000), None);
+    }
+
     #[test]
     fn unified_l2_holds_both_sizes() {
         let cfg = TlbConfig { l2_split: false, ..tiny() };

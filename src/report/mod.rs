@@ -360,7 +360,9 @@ pub struct SamplingReport {
 }
 
 impl SamplingReport {
-    pub fn new(sampled: bool, refs_by_window: [u64; 2], models: &[CostModel], w: &SampledConfig) -> SamplingReport {
+    /// The sampling section of a run that was `sampled` (or detailed throughout),
+    /// whose fast-forward translated as `ff` says.
+    pub fn new(sampled: bool, ff: FastForward, refs_by_window: [u64; 2], models: &[CostModel], w: &SampledConfig) -> SamplingReport {
         let errors: Vec<f64> = models.iter().flat_map(|m| m.errors.iter().copied()).collect();
         let n = errors.len().max(1) as f64;
         let total = refs_by_window[0] + refs_by_window[1];
@@ -376,7 +378,7 @@ impl SamplingReport {
             model_error_mean: errors.iter().map(|e| e.abs()).sum::<f64>() / n,
             model_error_max: errors.iter().fold(0.0, |a, e| a.max(e.abs())),
             model_error_bias: errors.iter().sum::<f64>() / n,
-            estimated: match (sampled, w.fast_forward) {
+            estimated: match (sampled, ff) {
                 (false, _) => String::new(),
                 (true, FastForward::Tlb) => {
                     "in fast-forward windows: cache-hierarchy latencies, cache hit and miss counts, walk references served by memory, and which references reach memory (at the fitted rate)".to_string()
