@@ -112,10 +112,10 @@ fn default_windows_follow_a_drifting_workload() {
 }
 
 /// With no policy acting on time, what the TLBs and page tables see does not depend
-/// on the clock: with `engine.sampled.fast_forward = "tlb"` fast-forward keeps TLB hits
-/// and misses, walks and faults exact.
+/// on the clock: with `engine.sampled.fast_forward = "tlb"` (the default)
+/// fast-forward keeps TLB hits and misses, walks and faults exact.
 ///
-/// At page granularity (the default) the TLB and walk counts of fast-forward windows
+/// At page granularity (`"page"`) the TLB and walk counts of fast-forward windows
 /// are estimates: each fast-forward reference's reach class (whether the core's reach
 /// array held its translation) is counted, and the fitting window's counts per
 /// reference of that class scale to them (docs/sampled.md, "Page-granular
@@ -129,15 +129,15 @@ fn default_windows_follow_a_drifting_workload() {
 fn fast_forward_keeps_tlb_walk_and_fault_counts_exact() {
     let args = ["--workload", "zipf", "--footprint", "64MiB", "--refs", "9000000"];
     let d = run(&args, "detailed", "exact");
-    let mut tlb = args.to_vec();
-    tlb.extend_from_slice(&["--set", "engine.sampled.fast_forward=\"tlb\""]);
-    let s = run(&tlb, "sampled", "exact");
+    let s = run(&args, "sampled", "exact");
     for key in ["references", "reads", "writes", "instructions", "tlb_l1_hits", "tlb_l2_hits", "tlb_misses", "walk_references", "first_touch_faults"] {
         assert_eq!(d["cores"][0][key], s["cores"][0][key], "{key}");
     }
     assert_ne!(d["cores"][0]["memory_stall_cycles"], s["cores"][0]["memory_stall_cycles"], "fast-forward times the caches from the model");
     assert!(d.get("sampling").is_none(), "a detailed run has no sampling section");
-    let page = run(&args, "sampled", "page");
+    let mut at_pages = args.to_vec();
+    at_pages.extend_from_slice(&["--set", "engine.sampled.fast_forward=\"page\""]);
+    let page = run(&at_pages, "sampled", "page");
     for key in ["references", "reads", "writes", "instructions", "first_touch_faults"] {
         assert_eq!(d["cores"][0][key], page["cores"][0][key], "{key}");
     }
@@ -181,24 +181,32 @@ fn uncached_walks_fast_forward_as_detailed_mode_walks() {
     }
 }
 
-/// Same seed, same sampled run: bit-identical reports (apart from wall times).
+/// Same seed, same sampled run: bit-identical reports (apart from wall times), in
+/// either way of fast-forwarding.
 #[test]
 fn sampled_runs_are_deterministic() {
-    let args = ["--policy", "kstaled", "--workload", "hotspot", "--footprint", "32MiB", "--refs", "9000000", "--set", "policy.kstaled.scans_per_run=6"];
-    let mut a = run(&args, "sampled", "det-a");
-    let mut b = run(&args, "sampled", "det-b");
-    a.as_object_mut().unwrap().remove("sim");
-    b.as_object_mut().unwrap().remove("sim");
-    assert_eq!(a, b);
+    for ff in ["tlb", "page"] {
+        let setting = format!("engine.sampled.fast_forward=\"{ff}\"");
+        let args = ["--policy", "kstaled", "--workload", "hotspot", "--footprint", "32MiB", "--refs", "9000000", "--set", "policy.kstaled.scans_per_run=6", "--set", &setting];
+        let mut a = run(&args, "sampled", &format!("det-a-{ff}"));
+        let mut b = run(&args, "sampled", &format!("det-b-{ff}"));
+        a.as_object_mut().unwrap().remove("sim");
+        b.as_object_mut().unwrap().remove("sim");
+        assert_eq!(a, b, "{ff}");
+    }
 }
 
-/// Verification of every read still holds while pages move during fast-forward.
+/// Verification of every read still holds while pages move during fast-forward, in
+/// either way of fast-forwarding (the reach arrays' translations are checked too).
 #[test]
 fn verify_holds_in_fast_forward_while_pages_move() {
-    let args = ["--policy", "tpp", "--workload", "kv", "--footprint", "32MiB", "--refs", "9000000", "--verify"];
-    let s = run(&args, "sampled", "verify");
-    assert!(num(&s, "/summary/page_moves") > 0.0, "tpp moved pages");
-    assert_eq!(num(&s, "/sim/verified_reads"), num(&s, "/cores/0/reads"), "reads of fast-forward windows are verified too");
+    for ff in ["tlb", "page"] {
+        let setting = format!("engine.sampled.fast_forward=\"{ff}\"");
+        let args = ["--policy", "tpp", "--workload", "kv", "--footprint", "32MiB", "--refs", "9000000", "--verify", "--set", &setting];
+        let s = run(&args, "sampled", &format!("verify-{ff}"));
+        assert!(num(&s, "/summary/page_moves") > 0.0, "{ff}: tpp moved pages");
+        assert_eq!(num(&s, "/sim/verified_reads"), num(&s, "/cores/0/reads"), "{ff}: reads of fast-forward windows are verified too");
+    }
 }
 
 /// A policy with a redirection structure on the memory path runs detailed, and the
@@ -217,7 +225,7 @@ fn redirection_structures_run_detailed_and_say_so() {
 /// fast-forwards through the TLBs, its counts exact, and the report says so.
 #[test]
 fn a_vm_fast_forwards_through_the_tlbs_and_says_so() {
-    let args = ["--workload", "kv", "--footprint", "16MiB", "--refs", "6000000", "--set", "tenant_kind=\"vm\""];
+    let args = ["--workload", "kv", "--footprint", "16MiB", "--refs", "6000000", "--set", "tenant_kind=\"vm\"", "--set", "engine.sampled.fast_forward=\"page\""];
     let d = run(&args, "detailed", "vm");
     let s = run(&args, "sampled", "vm");
     assert_eq!(s["sampling"]["ran"], "sampled");
