@@ -39,6 +39,14 @@
 //! point, with remainders carried from reference to reference, so a sampled run is as
 //! deterministic as a detailed one.
 //!
+//! Page-granular fast-forward ([`PAGE`], `engine.sampled.fast_forward = "page"`,
+//! docs/sampled.md) also skips the TLBs, the walks' references and the tiers: a
+//! per-core reach array (module `super::tlb`) says whether a page's translation is
+//! probably cached, a miss of it walks the page table on the host (bits, faults,
+//! traps), and the translation's time and the TLB and walk counts come from the
+//! fitting window per reach class ([`Translations`]); memory's traffic is counted per
+//! window ([`CostModel::window_traffic`]).
+//!
 //! The detailed window starts with a warm-up share run in full but not fitted on: the
 //! caches went stale during fast-forward and are re-warmed before they are measured.
 //! The model's error is estimated in every fitting window by predicting the window
@@ -301,8 +309,8 @@ impl TierTraffic {
 
 /// A page-granular fast-forward window's traffic for one tier, to be counted
 /// (`Tiers::add_demand`): the demand accesses the model sent there and their fitted
-/// latency, the walk reads and write-backs at the fitting window's rates, and the
-/// row hits and queueing those showed per access.
+/// latency, the write-backs of lines fast-forward dirtied, the walk reads at the
+/// fitting window's rate, and the row hits and queueing it showed per access.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WindowTraffic {
     pub accesses: u64,
