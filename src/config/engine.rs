@@ -89,11 +89,36 @@ pub struct SampledConfig {
     pub period_refs: u64,
     pub detailed_refs: u64,
     pub warmup_refs: u64,
+    /// How fast-forward translates (docs/sampled.md, "Page-granular fast-forward"):
+    /// `tlb` (the default) runs every reference through the TLBs and walks, their
+    /// counts exact; `page` keeps per core a direct-mapped array of the translations
+    /// the TLBs probably still hold, walks the page table (Accessed and Dirty bits,
+    /// traps, faults) only when that array misses, and takes translation time, the
+    /// TLB and walk counts and memory traffic from the fitting window.
+    #[serde(skip_serializing_if = "FastForward::is_tlb")]
+    pub fast_forward: FastForward,
+}
+
+/// How sampled mode's fast-forward translates (`engine.sampled.fast_forward`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FastForward {
+    /// Every reference through the TLBs and, on a miss, the walk: counts exact.
+    #[default]
+    Tlb,
+    /// Page-granular: reach arrays of the TLBs' size stand for them.
+    Page,
+}
+
+impl FastForward {
+    fn is_tlb(&self) -> bool {
+        *self == FastForward::Tlb
+    }
 }
 
 impl Default for SampledConfig {
     fn default() -> Self {
-        SampledConfig { period_refs: 2_500_000, detailed_refs: 125_000, warmup_refs: 62_500 }
+        SampledConfig { period_refs: 2_500_000, detailed_refs: 125_000, warmup_refs: 62_500, fast_forward: FastForward::Tlb }
     }
 }
 

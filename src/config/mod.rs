@@ -27,7 +27,7 @@ mod slots;
 #[cfg(test)]
 mod tests;
 
-pub use engine::{EngineConfig, EpochsConfig, Mode, SampledConfig};
+pub use engine::{EngineConfig, EpochsConfig, FastForward, Mode, SampledConfig};
 pub use slots::{TraceSlot, WorkloadSlot};
 use slots::tenant_entry;
 

@@ -34,8 +34,8 @@ mod scheduler;
 
 pub use epochs::EpochsReport;
 
-use crate::config::{Config, Mode, WorkloadSlot};
-use crate::machine::sampled::{DETAILED, FAST, FIT, WARM};
+use crate::config::{Config, FastForward, Mode, WorkloadSlot};
+use crate::machine::sampled::{DETAILED, FAST, FIT, PAGE, WARM};
 use crate::machine::{Build, Machine, MachineInfo, Redirect, TierId};
 use crate::mechanism::{Mechanisms, Runtime, ThreadId};
 use crate::policy::registry::{with_policy, PolicyVisitor};
@@ -296,9 +296,8 @@ fn simulate<R: Redirect, P: Policy<R>>(run: Prepared<R, P>, cfg: &Config, name: 
         }
     }
     let mut refs_by_window = [0u64; 2];
-    if sampled {
-        machine.start_sampling();
-    }
+    // A machine with a VM tenant fast-forwards through the TLBs (`finish` notes it).
+    let page = sampled && machine.start_sampling(windows.fast_forward == FastForward::Page);
     let mut active = Clocks::default();
     for (core, f) in feeds.iter_mut().enumerate() {
         if f.refill(levels)? {
@@ -337,6 +336,7 @@ fn simulate<R: Redirect, P: Policy<R>>(run: Prepared<R, P>, cfg: &Config, name: 
             Window::Detailed => run_slice::<DETAILED, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
             Window::Warm => run_slice::<WARM, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
             Window::Fit => run_slice::<FIT, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
+            Window::Fast if page => run_slice::<PAGE, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
             Window::Fast => run_slice::<FAST, R, P>(feed, &mut machine, &mut rt, &mut policy, core, limit, left, levels)?,
             Window::Epochs(phase) => {
                 let d = driver.as_mut().expect("epochs mode has a driver");
@@ -449,7 +449,14 @@ fn finish<R: Redirect, P: Policy<R>>(run: Prepared<R, P>, simulated: Simulated, 
                 "engine.mode = \"sampled\": policy {name} puts a redirection structure on the memory path, which every reference must reach as the full model sends it, so the run was detailed throughout"
             ));
         }
-        report.sampling = Some(SamplingReport::new(sampled, refs_by_window, machine.cost_models(), windows));
+        let mut ff = windows.fast_forward;
+        if sampled && ff == FastForward::Page && machine.space().tenants().iter().any(|t| t.guest.is_some()) {
+            ff = FastForward::Tlb;
+            report.notes.push(
+                "engine.sampled.fast_forward = \"page\": a VM's nested walks and EPT bits are not modelled at page granularity, so fast-forward ran through the TLBs (\"tlb\")".to_string(),
+            );
+        }
+        report.sampling = Some(SamplingReport::new(sampled, ff, refs_by_window, machine.cost_models(), windows));
     }
     if let Some(d) = &driver {
         report.epochs_mode = Some(d.report(&machine));

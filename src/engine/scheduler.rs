@@ -5,7 +5,7 @@
 use super::epochs;
 use super::feeds::CoreFeed;
 use crate::config::SampledConfig;
-use crate::machine::sampled::FAST;
+use crate::machine::sampled::fast;
 use crate::machine::{Machine, Redirect};
 use crate::mechanism::{Mechanisms, Runtime};
 use crate::policy::Policy;
@@ -157,7 +157,7 @@ pub(super) fn run_slice<const M: u8, R: Redirect, P: Policy<R>>(
         feed.pos += 1;
         // Host prefetch only (nothing simulated): the leaf PTE of the reference four
         // places ahead, so its host cache miss overlaps this reference's work.
-        if let Some(far) = feed.buf.get(feed.pos + 3).filter(|_| M != FAST) {
+        if let Some(far) = feed.buf.get(feed.pos + 3).filter(|_| !fast(M)) {
             machine.prefetch_far(core, far);
         }
         let out = machine.access_in::<M, _>(core, &a, policy);

@@ -1828,11 +1828,9 @@ pub struct Chunk {
     pub level_writebacks: [u64; super::sampled::MAX_LEVELS],
 }
 
-/// The machine's access mode for a calibration's measured part in epochs mode: the
-/// full model, as `sampled::DETAILED`, and each access that reaches the last-level
-/// cache (data and page walks) noted for the calibrating core's stand-in
-/// (`Caches::record`). A mode of its own so that no other access pays the test.
-pub const CALIBRATE: u8 = 4;
+/// The machine's access mode for a calibration's measured part (with the other
+/// modes, in `sampled`).
+pub use super::sampled::CALIBRATE;
 
 impl<R: Redirect> Machine<R> {
     /// Takes the banks and bus of tier `t` for a line at tier-local `addr` issued at

@@ -60,7 +60,7 @@ pub use ids::{PageRef, TierId};
 pub use plan::{Build, MachineInfo, TierInfo};
 pub use redirect::{NoRedirect, Redirect};
 pub use rmap::Owner;
-use sampled::{CostModel, RecencyFilter, DETAILED, FAST, FIT};
+use sampled::{fast, CostModel, RecencyFilter, Translations, CALIBRATE, DETAILED, FIT, PAGE, WARM};
 pub use space::{PageInfo, TenantKind};
 pub use tier::TierStats;
 
@@ -115,6 +115,12 @@ pub struct Machine<R: Redirect = NoRedirect> {
     /// Sampled mode's recency filter of data lines (empty until
     /// [`Machine::start_sampling`]).
     recent: RecencyFilter,
+    /// Sampled mode's fast-forward is page-granular: the cores' reach arrays are on
+    /// (module `tlb`), kept in every window and read in fast-forward.
+    page_ff: bool,
+    /// The tiers' counters before the current reference of a fitting window
+    /// (page-granular fast-forward's traffic fit).
+    traffic_before: Vec<sampled::TierTraffic>,
     /// Epochs mode's page state (module [`epochs`]; `None` in other modes).
     pub(crate) epochs: Option<Box<epochs::EpochsState>>,
     /// Test hook: a migration that skips the data copy, to prove `--verify` notices.
@@ -187,6 +193,8 @@ impl<R: Redirect> Machine<R> {
             error: None,
             models: (0..cfg.cores).map(|_| CostModel::new(frames.len(), cfg.caches.len())).collect(),
             recent: RecencyFilter::default(),
+            page_ff: false,
+            traffic_before: Vec::new(),
             epochs: None,
             timing: Timing {
                 cpi_fp: (cfg.base_cpi * FP as f64).round() as u64,
@@ -211,10 +219,46 @@ impl<R: Redirect> Machine<R> {
         })
     }
 
-    /// Prepares sampled mode: the recency filter gets as many lines as the LLC.
-    pub(crate) fn start_sampling(&mut self) {
+    /// Prepares sampled mode: the recency filter gets as many lines as the LLC, and
+    /// with a page-granular fast-forward (`page`) the cores get their reach arrays. A
+    /// machine with a VM tenant fast-forwards through the TLBs: its nested walks and
+    /// EPT bits are not modelled at page granularity. Returns whether the
+    /// fast-forward is page-granular.
+    pub(crate) fn start_sampling(&mut self, page: bool) -> bool {
         let llc = self.cfg.caches.last().map_or(1 << 17, |c| c.size.bytes() / 64);
         self.recent = RecencyFilter::new(llc);
+        if page && !self.space.tenants().iter().any(|t| t.guest.is_some()) {
+            self.page_ff = true;
+            self.traffic_before = vec![sampled::TierTraffic::default(); self.mem.tiers.all().len()];
+            for c in &mut self.cores {
+                c.tlb.enable_reach();
+            }
+        }
+        self.page_ff
+    }
+
+    /// Tier `t`'s counters as page-granular fast-forward's traffic fit reads them.
+    fn tier_traffic(&self, t: usize) -> sampled::TierTraffic {
+        let s = self.mem.tiers.all()[t].stats();
+        let demand = self.mem.tiers.demand(TierId(t as u8));
+        sampled::TierTraffic { reads: s.reads, writes: s.writes, demand: demand.reads, row_hits: s.row_hits, queue_cycles: s.queue_cycles }
+    }
+
+    /// Notes the tiers' counters before a reference of a fitting window.
+    fn snapshot_traffic(&mut self) {
+        for t in 0..self.traffic_before.len() {
+            self.traffic_before[t] = self.tier_traffic(t);
+        }
+    }
+
+    /// Records for `core`'s cost model what the fitting window's reference just made
+    /// each tier do.
+    fn record_traffic(&mut self, core: usize) {
+        for t in 0..self.traffic_before.len() {
+            let d = self.tier_traffic(t).since(&self.traffic_before[t]);
+            self.models[core].record_traffic(t, &d);
+        }
+        self.models[core].record_traffic_ref();
     }
 
     /// Starts a fitting window of sampled mode on `core` (module [`sampled`]).
@@ -230,6 +274,23 @@ impl<R: Redirect> Machine<R> {
     /// Ends a fast-forward window on `core`: the cache lookups it skipped are added to
     /// the caches' hit and miss counts as the cost model estimates them.
     pub(crate) fn end_fast_forward(&mut self, core: usize) {
+        if self.page_ff {
+            // The TLB and walk counts of its page-granular translations, estimated.
+            let t = self.models[core].estimated_translations();
+            let s = &mut self.cores[core].stats;
+            s.tlb_l1_hits += t.l1_hits;
+            s.tlb_l2_hits += t.l2_hits;
+            s.tlb_misses += t.misses;
+            s.walk_references += t.walk_references;
+            s.walk_memory_accesses += t.walk_memory_accesses;
+            s.walk_cycles += t.walk_cycles;
+            // Its memory traffic, counted at once (the channels' calendars give
+            // mechanisms' traffic its share beside it).
+            for tier in 0..self.mem.tiers.all().len() {
+                let w = self.models[core].window_traffic(tier);
+                self.mem.tiers.add_demand(TierId(tier as u8), w.accesses, w.latency_cycles, w.writebacks, w.walk_reads, w.row_hits, w.queue_cycles);
+            }
+        }
         let served = self.models[core].estimated_levels();
         self.mem.caches.add_estimated(&served);
     }
@@ -352,13 +413,27 @@ impl<R: Redirect> Machine<R> {
     /// `DETAILED`, the full model; `FIT`, the full model recording what the core's cost
     /// model is fitted on; `FAST`, fast-forward — translation, faults and Accessed/Dirty
     /// bits exact, the caches skipped and their time taken from the cost model, and
-    /// memory reached as often as the model says. `FAST` needs a machine without a
-    /// redirection structure.
+    /// memory reached as often as the model says; `PAGE`, fast-forward at page
+    /// granularity — as `FAST`, but translated through the core's reach arrays, with a
+    /// walk (Accessed and Dirty bits, faults, traps) only when they miss and the
+    /// translation's time from the cost model. `FAST` and `PAGE` need a machine
+    /// without a redirection structure.
     #[inline(always)]
     pub(crate) fn access_in<const M: u8, O: Observer>(&mut self, core: usize, a: &Access, obs: &mut O) -> RefOutcome {
-        debug_assert!(M != FAST || R::PLAIN, "fast-forward on a machine with a redirection structure");
+        debug_assert!(!fast(M) || R::PLAIN, "fast-forward on a machine with a redirection structure");
         let write = a.is_write();
         let tenant = a.tenant;
+        // Page-granular fast-forward translates this tenant through the reach arrays;
+        // the detailed windows keep them, and the fitting window records, per reach
+        // class, what translation cost (from the walk counters before the reference).
+        let page = M == PAGE && self.page_ff;
+        let reach = (M == FIT || M == WARM) && self.page_ff;
+        let before = if M == FIT && reach {
+            self.snapshot_traffic();
+            Some(TranslationCounters::of(&self.cores[core].stats))
+        } else {
+            None
+        };
         // The core is borrowed twice: up to its L1 TLBs, and from the translation on
         // (the caches, tiers and cost model are other fields of the machine).
         let c = &mut self.cores[core];
@@ -371,17 +446,40 @@ impl<R: Redirect> Machine<R> {
         c.stats.references += 1;
         c.stats.reads += !write as u64;
         c.stats.writes += write as u64;
-        let (entry, mut translation, mut found) = match c.tlb.lookup_l1(tenant, a.vaddr) {
-            Some(e) => (e, 0, Some(TlbHit::L1)),
-            None => match self.translate_miss::<M, O>(core, tenant, a.vaddr, write, obs) {
-                Some(t) => t,
-                None => return RefOutcome::default(),
-            },
+        let mut held = false;
+        let (entry, mut translation, mut found) = if page {
+            match c.tlb.reach_lookup(tenant, a.vaddr) {
+                Some(e) => {
+                    held = true;
+                    (e, 0, None)
+                }
+                None => match self.translate_page(core, tenant, a.vaddr, write, obs) {
+                    Some((e, faults)) => (e, faults, None),
+                    None => return RefOutcome::default(),
+                },
+            }
+        } else {
+            match c.tlb.lookup_l1(tenant, a.vaddr) {
+                Some(e) => (e, 0, Some(TlbHit::L1)),
+                None => match self.translate_miss::<M, O>(core, tenant, a.vaddr, write, obs) {
+                    Some(t) => t,
+                    None => return RefOutcome::default(),
+                },
+            }
         };
         if write && !entry.dirty {
             // x86 sets the dirty bit with a locked update of the PTE on the first store
             // through a clean TLB entry.
-            translation += self.set_dirty_bit::<M, O>(core, tenant, a.vaddr, &entry, translation, obs);
+            if page {
+                self.set_dirty_page(core, tenant, a.vaddr, &entry);
+            } else {
+                translation += self.set_dirty_bit::<M, O>(core, tenant, a.vaddr, &entry, translation, obs);
+            }
+        }
+        if page {
+            // The translation's time, as the fitting window's references of the same
+            // reach class had it.
+            translation += self.models[core].translation(held);
         }
         let mut pfn = if entry.huge { entry.base_pfn + ((a.vaddr >> 12) & (self.space.huge_frames() - 1)) } else { entry.base_pfn };
         let mut at_memory = 0;
@@ -406,17 +504,35 @@ impl<R: Redirect> Machine<R> {
         let paddr = pfn << 12 | (a.vaddr & 0xfff);
         c.clock += translation;
         c.stats.translation_cycles += translation;
+        if reach {
+            // The reach arrays follow the detailed windows, and classify their
+            // references for the cost model.
+            held = c.tlb.reach_fill(tenant, a.vaddr, TlbEntry { dirty: entry.dirty || write, ..entry });
+            if let Some(before) = before {
+                let t = TranslationCounters::of(&c.stats).since(&before, translation, &self.timing);
+                self.models[core].record_translation(held, &t);
+            }
+        }
+        let c = &mut self.cores[core];
 
         let at = c.clock;
         // (The tier of the data only matters to sampled mode's model.)
-        let tier = if M == FIT || M == FAST { self.mem.tiers.tier_of(pfn).index() } else { 0 };
-        let (recent, evicted) = if M == DETAILED || M == epochs::CALIBRATE { (false, None) } else { self.recent.touch(paddr, M == FAST && write) };
+        let tier = if M == FIT || fast(M) { self.mem.tiers.tier_of(pfn).index() } else { 0 };
+        let (recent, evicted) = if M == DETAILED || M == CALIBRATE { (false, None) } else { self.recent.touch(paddr, fast(M) && write) };
         if let Some(line) = evicted {
             // A line only fast-forward wrote leaves the filter: written back as the LLC
-            // would.
-            self.redirect.memory(&mut self.mem.tiers, core, line, true, MemKind::Writeback, at, false, obs);
+            // would (counted when the window ends, at page granularity).
+            if page {
+                self.models[core].page_writeback(self.mem.tiers.tier_of(line >> 12).index());
+            } else {
+                self.redirect.memory(&mut self.mem.tiers, core, line, true, MemKind::Writeback, at, false, obs);
+            }
         }
-        let (level, mut latency) = if M == FAST {
+        let (level, mut latency) = if page {
+            // Memory's traffic is counted when the window ends (`end_fast_forward`).
+            let (beyond, memory) = self.models[core].page_data(tier, write, recent);
+            (if memory { self.mem.caches.depth() } else { 0 }, beyond + self.timing.l1_latency)
+        } else if fast(M) {
             let (beyond, memory) = self.models[core].data(tier, write, recent);
             let depth = self.mem.caches.depth();
             if let Some(fitted) = memory {
@@ -427,7 +543,7 @@ impl<R: Redirect> Machine<R> {
         } else {
             self.mem.cached(&mut self.redirect, core, paddr, write, MemKind::Demand, at, false, obs)
         };
-        if M == epochs::CALIBRATE && level + 1 >= self.mem.caches.depth() {
+        if M == CALIBRATE && level + 1 >= self.mem.caches.depth() {
             self.mem.caches.record(core, paddr);
         }
         if R::TRANSLATES && at_memory > 0 && level == self.mem.caches.depth() {
@@ -451,12 +567,74 @@ impl<R: Redirect> Machine<R> {
             // Memory's part of a miss's latency: what followed the LLC's lookup.
             let memory = if level == self.mem.caches.depth() { latency.saturating_sub(self.mem.caches.llc_latency()) } else { 0 };
             model.record_data(tier, write, recent, level, beyond_l1, memory, stall, predicted);
+            if before.is_some() {
+                self.record_traffic(core);
+            }
         }
         if self.shadow.is_some() {
             let served = self.redirect.served(pfn);
             self.check_shadow(tenant, a.vaddr, pfn, served, write);
         }
         RefOutcome { translation_cycles: translation, data_cycles: beyond_l1, paddr, level }
+    }
+
+    /// Page-granular fast-forward's translation of `vaddr` of `tenant` (not a VM)
+    /// after a miss in `core`'s reach arrays: the walk of the page table, which sets
+    /// the leaf's Accessed bit (and Dirty bit for a `write`) and maps the page on first
+    /// touch, then the poison fault and the trap of a moving page, as after a TLB miss
+    /// ([`Machine::translate_miss`]); the translation goes into the reach arrays.
+    /// None of the walk's references is issued: its time comes from the cost model.
+    /// Returns the entry and the cycles of faults; `None` if memory ran out.
+    #[inline(never)]
+    fn translate_page<O: Observer>(&mut self, core: usize, tenant: u16, vaddr: u64, write: bool, obs: &mut O) -> Option<(TlbEntry, u64)> {
+        let mut path = page_table::WalkPath::default();
+        let mut cycles = 0;
+        let (leaf, e, newly_dirty) = match self.space.tenant_mut(tenant).table.walk_marking(vaddr, &mut path, write) {
+            Some(w) => w,
+            None => {
+                cycles = self.first_touch(core, tenant, vaddr, obs)?;
+                // A detailed walk counts its first touch among its cycles.
+                self.cores[core].stats.walk_cycles += cycles;
+                self.space.tenant_mut(tenant).table.walk_marking(vaddr, &mut path, write).expect("page mapped by first touch")
+            }
+        };
+        if newly_dirty && self.vmx.pml_on(tenant) {
+            self.pml_log(core, tenant, vaddr);
+        }
+        if e & page_table::POISONED != 0 {
+            // BadgerTrap (Thermostat §3.3), NUMA hinting: the walk finds a poisoned PTE
+            // and traps; later hits of the translation do not fault.
+            let fault = self.timing.poison_fault_cycles;
+            cycles += fault;
+            self.cores[core].stats.poison_faults += 1;
+            self.cores[core].stats.fault_cycles += fault;
+            let page = vaddr & !(self.space.page_bytes(leaf.huge) - 1);
+            let number = self.space.page_number(tenant, page);
+            obs.on_fault(&FaultEvent { core, tenant, addr: page, page: number, huge: leaf.huge, kind: FaultKind::Poison });
+        }
+        let clean = e & TRAP != 0 && self.spring_trap(core, tenant, vaddr, leaf.huge, write);
+        obs.on_tlb_miss(&TlbMissEvent { core, tenant, vaddr, addr: vaddr, huge: leaf.huge, walk_cycles: cycles });
+        let entry = TlbEntry { base_pfn: e >> 12, huge: leaf.huge, dirty: e & DIRTY != 0 && !clean, slot: leaf.slot as u32 };
+        self.cores[core].tlb.reach_fill(tenant, vaddr, entry);
+        Some((entry, cycles))
+    }
+
+    /// Page-granular fast-forward's first store through a clean translation in the
+    /// reach arrays: the PTE's Dirty bit set (a trap sprung on a write-protected
+    /// page), the translation marked dirty. Its time is in the translation's fit.
+    #[inline(never)]
+    fn set_dirty_page(&mut self, core: usize, tenant: u16, vaddr: u64, entry: &TlbEntry) {
+        let slot = entry.slot as usize;
+        if *self.space.entry_mut(tenant, slot) & TRAP != 0 {
+            self.spring_trap(core, tenant, vaddr, entry.huge, true);
+        }
+        let e = self.space.entry_mut(tenant, slot);
+        let newly_dirty = *e & DIRTY == 0;
+        *e |= DIRTY | ACCESSED;
+        if newly_dirty && self.vmx.pml_on(tenant) {
+            self.pml_log(core, tenant, vaddr);
+        }
+        self.cores[core].tlb.reach_set_dirty(tenant, vaddr, entry.huge);
     }
 
     /// Host-side prefetch for a reference a few places ahead: starts loading its leaf
@@ -528,6 +706,57 @@ impl<R: Redirect> Machine<R> {
     }
 }
 
+/// A core's translation counters at one moment, so that a fitting window can take
+/// what one reference's translation did (page-granular fast-forward's fit).
+#[derive(Clone, Copy, Debug)]
+struct TranslationCounters {
+    l1_hits: u64,
+    l2_hits: u64,
+    misses: u64,
+    walk_references: u64,
+    walk_memory_accesses: u64,
+    walk_cycles: u64,
+    first_touch_faults: u64,
+    poison_faults: u64,
+}
+
+impl TranslationCounters {
+    #[inline]
+    fn of(s: &CoreStats) -> TranslationCounters {
+        TranslationCounters {
+            l1_hits: s.tlb_l1_hits,
+            l2_hits: s.tlb_l2_hits,
+            misses: s.tlb_misses,
+            walk_references: s.walk_references,
+            walk_memory_accesses: s.walk_memory_accesses,
+            walk_cycles: s.walk_cycles,
+            first_touch_faults: s.first_touch_faults,
+            poison_faults: s.poison_faults,
+        }
+    }
+
+    /// What one reference of `translation` cycles did since `before`: its counts, its
+    /// cycles and its walk's cycles but those of faults (which fast-forward charges
+    /// exactly).
+    #[inline]
+    fn since(&self, before: &TranslationCounters, translation: u64, timing: &Timing) -> Translations {
+        let first_touch = (self.first_touch_faults - before.first_touch_faults) * timing.page_fault_cycles;
+        let poison = (self.poison_faults - before.poison_faults) * timing.poison_fault_cycles;
+        Translations {
+            refs: 1,
+            cycles: translation.saturating_sub(first_touch + poison),
+            l1_hits: self.l1_hits - before.l1_hits,
+            l2_hits: self.l2_hits - before.l2_hits,
+            misses: self.misses - before.misses,
+            walk_references: self.walk_references - before.walk_references,
+            walk_memory_accesses: self.walk_memory_accesses - before.walk_memory_accesses,
+            walk_cycles: (self.walk_cycles - before.walk_cycles).saturating_sub(first_touch),
+        }
+    }
+}
+
+#[cfg(test)]
+mod page_ff_tests;
 #[cfg(test)]
 mod psc_tests;
 #[cfg(test)]

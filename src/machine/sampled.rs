@@ -39,6 +39,14 @@
 //! point, with remainders carried from reference to reference, so a sampled run is as
 //! deterministic as a detailed one.
 //!
+//! Page-granular fast-forward ([`PAGE`], `engine.sampled.fast_forward = "page"`,
+//! docs/sampled.md) also skips the TLBs, the walks' references and the tiers: a
+//! per-core reach array (module `super::tlb`) says whether a page's translation is
+//! probably cached, a miss of it walks the page table on the host (bits, faults,
+//! traps), and the translation's time and the TLB and walk counts come from the
+//! fitting window per reach class ([`Translations`]); memory's traffic is counted per
+//! window ([`CostModel::window_traffic`]).
+//!
 //! The detailed window starts with a warm-up share run in full but not fitted on: the
 //! caches went stale during fast-forward and are re-warmed before they are measured.
 //! The model's error is estimated in every fitting window by predicting the window
@@ -52,6 +60,22 @@ pub const FIT: u8 = 1;
 pub const FAST: u8 = 2;
 /// The full model re-warming the caches, keeping the recency filter current.
 pub const WARM: u8 = 3;
+/// Fast-forward at page granularity (`engine.sampled.fast_forward = "page"`): as
+/// [`FAST`] for the data, but translation through the TLB's reach arrays (module
+/// `super::tlb`) instead of the TLBs, walks only on their misses, translation time and
+/// TLB counts from the fitted model.
+pub const PAGE: u8 = 4;
+/// Epochs mode's calibrations: the full model, as [`DETAILED`], and each access that
+/// reaches the last-level cache (data and page walks) noted for the calibrating
+/// core's stand-in (`Caches::record`, module `engine::epochs::stand_in`). A mode of
+/// its own so that no other access pays the test.
+pub const CALIBRATE: u8 = 5;
+
+/// Whether mode `m` fast-forwards (the caches skipped).
+#[inline(always)]
+pub const fn fast(m: u8) -> bool {
+    m == FAST || m == PAGE
+}
 
 /// Fixed point of means (cycles).
 const MEAN_BITS: u32 = 16;
@@ -188,8 +212,123 @@ impl Fit {
     }
 }
 
+/// What the translations of a class of references did, in a fitting window, or in
+/// estimates of a page-granular fast-forward window (the TLB counts of the report).
+/// The classes are whether the core's reach arrays held the page's translation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Translations {
+    pub refs: u64,
+    /// Translation cycles but those of faults (charged exactly in fast-forward).
+    pub cycles: u64,
+    pub l1_hits: u64,
+    pub l2_hits: u64,
+    pub misses: u64,
+    pub walk_references: u64,
+    pub walk_memory_accesses: u64,
+    /// Walk cycles but those of first-touch faults.
+    pub walk_cycles: u64,
+}
+
+impl Translations {
+    /// These counts scaled from `self.refs` to `n` references, rounded to nearest.
+    fn scaled(&self, n: u64) -> Translations {
+        let d = self.refs.max(1) as u128;
+        let s = |x: u64| ((x as u128 * n as u128 + d / 2) / d) as u64;
+        Translations {
+            refs: n,
+            cycles: s(self.cycles),
+            l1_hits: s(self.l1_hits),
+            l2_hits: s(self.l2_hits),
+            misses: s(self.misses),
+            walk_references: s(self.walk_references),
+            walk_memory_accesses: s(self.walk_memory_accesses),
+            walk_cycles: s(self.walk_cycles),
+        }
+    }
+
+    fn add(&mut self, o: &Translations) {
+        self.refs += o.refs;
+        self.cycles += o.cycles;
+        self.l1_hits += o.l1_hits;
+        self.l2_hits += o.l2_hits;
+        self.misses += o.misses;
+        self.walk_references += o.walk_references;
+        self.walk_memory_accesses += o.walk_memory_accesses;
+        self.walk_cycles += o.walk_cycles;
+    }
+}
+
+/// The fitted translation of one reach class (page-granular fast-forward): the
+/// fitting window's counts and the mean cycles, with its remainder.
+#[derive(Clone, Copy, Debug, Default)]
+struct TranslationFit {
+    fitted: bool,
+    seen: Translations,
+    /// Mean cycles, fixed point ([`MEAN_BITS`]).
+    mean: u64,
+    mean_rem: u64,
+}
+
+impl TranslationFit {
+    fn from(t: &Translations) -> TranslationFit {
+        let n = t.refs.max(1) as u128;
+        TranslationFit { fitted: true, seen: *t, mean: (((t.cycles as u128) << MEAN_BITS) / n) as u64, mean_rem: 0 }
+    }
+}
+
+/// What one tier served, as its counters say: for page-granular fast-forward, whose
+/// memory traffic is counted per window (`Tiers::add_demand`) from what the fitting
+/// window's references made the tier do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TierTraffic {
+    /// Lines read (demand data, walk references) and written (write-backs).
+    pub reads: u64,
+    pub writes: u64,
+    /// Of the reads, the demand accesses of data.
+    pub demand: u64,
+    pub row_hits: u64,
+    pub queue_cycles: u64,
+}
+
+impl TierTraffic {
+    /// What happened between `before` and `self`.
+    #[inline]
+    pub fn since(&self, before: &TierTraffic) -> TierTraffic {
+        TierTraffic {
+            reads: self.reads - before.reads,
+            writes: self.writes - before.writes,
+            demand: self.demand - before.demand,
+            row_hits: self.row_hits - before.row_hits,
+            queue_cycles: self.queue_cycles - before.queue_cycles,
+        }
+    }
+
+    fn add(&mut self, o: &TierTraffic) {
+        self.reads += o.reads;
+        self.writes += o.writes;
+        self.demand += o.demand;
+        self.row_hits += o.row_hits;
+        self.queue_cycles += o.queue_cycles;
+    }
+}
+
+/// A page-granular fast-forward window's traffic for one tier, to be counted
+/// (`Tiers::add_demand`): the demand accesses the model sent there and their fitted
+/// latency, the write-backs of lines fast-forward dirtied, the walk reads at the
+/// fitting window's rate, and the row hits and queueing it showed per access.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowTraffic {
+    pub accesses: u64,
+    pub latency_cycles: u64,
+    pub walk_reads: u64,
+    pub writebacks: u64,
+    pub row_hits: u64,
+    pub queue_cycles: u64,
+}
+
 /// One core's cost model: fitting sums and fits per data class (tier × read/write ×
-/// recent) and for walk references.
+/// recent) and for walk references; for page-granular fast-forward, per reach class
+/// (the reach arrays held the translation or not) for translations.
 #[derive(Clone, Debug)]
 pub struct CostModel {
     depth: usize,
@@ -197,6 +336,22 @@ pub struct CostModel {
     data_fits: Vec<Fit>,
     walk_sums: Sums,
     walk_fit: Fit,
+    /// Translations of the fitting window, by reach class (miss, hit), their fits,
+    /// and the fast-forward references of each class since the last estimate.
+    translation_sums: [Translations; 2],
+    translation_fits: [TranslationFit; 2],
+    translation_skipped: [u64; 2],
+    /// Per tier, what the fitting window's references made it do, and what the last
+    /// fit with enough references saw, with the references they were counted over.
+    traffic_sums: Vec<TierTraffic>,
+    traffic_refs: u64,
+    traffic_fit: Vec<TierTraffic>,
+    traffic_fit_refs: u64,
+    /// Per tier, the demand accesses page-granular fast-forward sent there since the
+    /// last count, their fitted latency, and the write-backs of lines it dirtied; and
+    /// its references.
+    ff_demand: Vec<(u64, u64, u64)>,
+    ff_refs: u64,
     /// References of each data class, and walk references, fast-forwarded since the
     /// cache counts were last estimated.
     data_skipped: Vec<u64>,
@@ -220,6 +375,15 @@ impl CostModel {
             data_fits: vec![Fit::default(); tiers * 4],
             walk_sums: Sums::default(),
             walk_fit: Fit::default(),
+            translation_sums: [Translations::default(); 2],
+            translation_fits: [TranslationFit::default(); 2],
+            translation_skipped: [0; 2],
+            traffic_sums: vec![TierTraffic::default(); tiers],
+            traffic_refs: 0,
+            traffic_fit: vec![TierTraffic::default(); tiers],
+            traffic_fit_refs: 0,
+            ff_demand: vec![(0, 0, 0); tiers],
+            ff_refs: 0,
             data_skipped: vec![0; tiers * 4],
             walk_skipped: 0,
             predicted: 0,
@@ -240,6 +404,9 @@ impl CostModel {
     pub fn begin_fit(&mut self, clock: u64) {
         self.data_sums.iter_mut().for_each(|s| *s = Sums::default());
         self.walk_sums = Sums::default();
+        self.translation_sums = [Translations::default(); 2];
+        self.traffic_sums.iter_mut().for_each(|t| *t = TierTraffic::default());
+        self.traffic_refs = 0;
         self.predicted = 0;
         self.measured = 0;
         self.window_start = clock;
@@ -258,6 +425,27 @@ impl CostModel {
         s.memory_cycles += memory;
         self.measured += stall;
         self.predicted += predicted;
+    }
+
+    /// Records the translation of a detailed reference of the fitting window whose
+    /// translation the reach arrays held (`hit`) or not: `t` holds its counts (`refs`
+    /// is 1).
+    #[inline]
+    pub fn record_translation(&mut self, hit: bool, t: &Translations) {
+        self.translation_sums[hit as usize].add(t);
+    }
+
+    /// Records what a detailed reference of the fitting window made tier `tier` do
+    /// (`t`); [`CostModel::record_traffic_ref`] counts the reference once.
+    #[inline]
+    pub fn record_traffic(&mut self, tier: usize, t: &TierTraffic) {
+        self.traffic_sums[tier].add(t);
+    }
+
+    /// Counts one reference of the fitting window for [`CostModel::record_traffic`].
+    #[inline]
+    pub fn record_traffic_ref(&mut self) {
+        self.traffic_refs += 1;
     }
 
     /// Records a detailed page-walk reference (or PTE update) of the fitting window.
@@ -303,6 +491,22 @@ impl CostModel {
         if self.walk_sums.refs >= MIN_SAMPLES || (!self.walk_fit.fitted && self.walk_sums.refs > 0) {
             self.walk_fit = Fit::from(&self.walk_sums, depth);
         }
+        for h in 0..2 {
+            let t = &self.translation_sums[h];
+            if t.refs >= MIN_SAMPLES || (!self.translation_fits[h].fitted && t.refs > 0) {
+                self.translation_fits[h] = TranslationFit::from(t);
+            }
+        }
+        // A reach class never seen takes the other's fit.
+        for h in 0..2 {
+            if !self.translation_fits[h].fitted && self.translation_fits[1 - h].fitted {
+                self.translation_fits[h] = TranslationFit { fitted: false, mean_rem: 0, ..self.translation_fits[1 - h] };
+            }
+        }
+        if self.traffic_refs >= MIN_SAMPLES || (self.traffic_fit_refs == 0 && self.traffic_refs > 0) {
+            self.traffic_fit.clone_from(&self.traffic_sums);
+            self.traffic_fit_refs = self.traffic_refs;
+        }
         // A class never seen borrows from the nearest fitted class: the same recency
         // above all (a line just referenced costs what such lines cost), then the
         // same tier, then the same direction.
@@ -328,6 +532,77 @@ impl CostModel {
         let cycles = f.cycles();
         let memory = f.reaches_memory().then(|| Fit::next(f.memory_mean, &mut f.memory_mean_rem));
         (cycles, memory)
+    }
+
+    /// The translation of a page-granular fast-forward reference whose translation
+    /// the reach arrays held (`hit`) or not: its cycles (the class's mean, faults
+    /// apart), and how many walk references of it reach memory (the class's rate,
+    /// remainders carried).
+    #[inline(always)]
+    pub fn translation(&mut self, hit: bool) -> u64 {
+        self.translation_skipped[hit as usize] += 1;
+        let f = &mut self.translation_fits[hit as usize];
+        Fit::next(f.mean, &mut f.mean_rem)
+    }
+
+    /// A page-granular fast-forward data reference of `tier`: as [`CostModel::data`],
+    /// but a demand access it sends to memory is counted for
+    /// [`CostModel::window_traffic`], not issued.
+    #[inline(always)]
+    pub fn page_data(&mut self, tier: usize, write: bool, recent: bool) -> (u64, bool) {
+        self.ff_refs += 1;
+        let (cycles, memory) = self.data(tier, write, recent);
+        if let Some(latency) = memory {
+            let d = &mut self.ff_demand[tier];
+            d.0 += 1;
+            d.1 += latency;
+        }
+        (cycles, memory.is_some())
+    }
+
+    /// A write-back to `tier` of a line page-granular fast-forward dirtied (the
+    /// recency filter evicted it), counted for [`CostModel::window_traffic`].
+    #[inline]
+    pub fn page_writeback(&mut self, tier: usize) {
+        self.ff_demand[tier].2 += 1;
+    }
+
+    /// The memory traffic of tier `tier` in page-granular fast-forward since the last
+    /// call (the counts are reset once every tier was taken, by the caller taking
+    /// tiers in order): its demand accesses as the model sent them and its
+    /// write-backs as the recency filter evicted them, the walk reads at the fitting
+    /// window's rate per reference, and the row hits and queueing at its rates per
+    /// access.
+    pub fn window_traffic(&mut self, tier: usize) -> WindowTraffic {
+        let (accesses, latency_cycles, writebacks) = std::mem::take(&mut self.ff_demand[tier]);
+        let f = &self.traffic_fit[tier];
+        let refs = self.traffic_fit_refs.max(1) as u128;
+        let per_ref = |x: u64| ((x as u128 * self.ff_refs as u128 + refs / 2) / refs) as u64;
+        let walk_reads = per_ref(f.reads.saturating_sub(f.demand));
+        let total = accesses + walk_reads + writebacks;
+        let served = (f.reads + f.writes).max(1) as u128;
+        let per_access = |x: u64| ((x as u128 * total as u128 + served / 2) / served) as u64;
+        let out = WindowTraffic { accesses, latency_cycles, walk_reads, writebacks, row_hits: per_access(f.row_hits).min(total), queue_cycles: per_access(f.queue_cycles) };
+        if tier + 1 == self.ff_demand.len() {
+            self.ff_refs = 0;
+        }
+        out
+    }
+
+    /// The TLB and walk counts of the page-granular fast-forward references since the
+    /// last call, estimated from each reach class's fit (the counts are reset); their
+    /// walk references are added to the cache lookups [`CostModel::estimated_levels`]
+    /// estimates next.
+    pub fn estimated_translations(&mut self) -> Translations {
+        let mut out = Translations::default();
+        for h in 0..2 {
+            let n = std::mem::take(&mut self.translation_skipped[h]);
+            if n > 0 {
+                out.add(&self.translation_fits[h].seen.scaled(n));
+            }
+        }
+        self.walk_skipped += out.walk_references;
+        out
     }
 
     /// A fast-forward walk reference: its latency, and whether it reached memory.
@@ -453,6 +728,74 @@ mod tests {
         m.end_fit(5000);
         assert_eq!(m.errors.len(), 1);
         assert!((m.errors[0] + 0.1).abs() < 1e-12, "{}", m.errors[0]);
+    }
+
+    /// The translations of a fitting window by reach class price page-granular
+    /// fast-forward and give its TLB counts: 40 references the reach array held, L1
+    /// hits of 0 cycles, and 40 it did not, 30 L2 hits of 8 cycles and 10 misses with
+    /// a walk of 4 references (one from memory) and 100 cycles. A miss-class reference
+    /// then costs (30·8 + 10·100) / 40 = 31 cycles; 80 fast-forward references of each
+    /// class give 80 L1 hits, 60 L2 hits, 20 misses, 80 walk references (20 from
+    /// memory) and 2 000 walk cycles, and the 80 walk references are added to the cache
+    /// lookups estimated next.
+    #[test]
+    fn page_granular_translations_follow_their_reach_class() {
+        let mut m = CostModel::new(1, 3);
+        m.begin_fit(0);
+        let one = |cycles, l1_hits, l2_hits, misses, walk_references, walk_memory_accesses, walk_cycles| Translations {
+            refs: 1,
+            cycles,
+            l1_hits,
+            l2_hits,
+            misses,
+            walk_references,
+            walk_memory_accesses,
+            walk_cycles,
+        };
+        for i in 0..40 {
+            m.record_translation(true, &one(0, 1, 0, 0, 0, 0, 0));
+            let miss = i % 4 == 0;
+            m.record_translation(false, &if miss { one(100, 0, 0, 1, 4, 1, 100) } else { one(8, 0, 1, 0, 0, 0, 0) });
+        }
+        m.end_fit(1000);
+        let (mut hit, mut missed) = (0, 0);
+        for _ in 0..80 {
+            hit += m.translation(true);
+            missed += m.translation(false);
+        }
+        assert_eq!((hit, missed), (0, 80 * 31));
+        let t = m.estimated_translations();
+        assert_eq!(t, Translations { refs: 160, cycles: 2480, l1_hits: 80, l2_hits: 60, misses: 20, walk_references: 80, walk_memory_accesses: 20, walk_cycles: 2000 });
+        assert_eq!(m.estimated_translations().refs, 0, "counts reset");
+    }
+
+    /// A page-granular window's traffic for a tier: its own demand accesses and
+    /// write-backs, walk reads at the fitting window's rate per reference, row hits
+    /// and queueing at its rates per access. The fitting window: 100 reads of tier 0,
+    /// a quarter of them from memory at 60 cycles; they made the tier read 30 lines, 25
+    /// of them demand (so 5 walk reads), write 10, with 20 row hits and 400 queueing
+    /// cycles over the 40 accesses. Fast-forward: 200 reads, so 50 demand accesses of
+    /// 60 cycles; 5 write-backs; 10 walk reads; 65 accesses in all, so 65·20/40 = 32.5
+    /// → 33 row hits (rounded half up) and 65·400/40 = 650 queueing cycles.
+    #[test]
+    fn page_granular_traffic_is_counted_per_window() {
+        let mut m = CostModel::new(1, 3);
+        m.begin_fit(0);
+        m.record_traffic(0, &TierTraffic { reads: 30, writes: 10, demand: 25, row_hits: 20, queue_cycles: 400 });
+        for i in 0..100 {
+            m.record_traffic_ref();
+            let memory = i % 4 == 0;
+            m.record_data(0, false, false, if memory { 3 } else { 0 }, if memory { 100 } else { 0 }, if memory { 60 } else { 0 }, 0, 0);
+        }
+        m.end_fit(10_000);
+        let memory: u64 = (0..200).map(|_| m.page_data(0, false, false).1 as u64).sum();
+        assert_eq!(memory, 50);
+        for _ in 0..5 {
+            m.page_writeback(0);
+        }
+        let w = m.window_traffic(0);
+        assert_eq!(w, WindowTraffic { accesses: 50, latency_cycles: 3000, walk_reads: 10, writebacks: 5, row_hits: 33, queue_cycles: 650 });
+        assert_eq!(m.window_traffic(0), WindowTraffic::default(), "counts reset");
     }
 
     /// Fractional means carry their remainders: a mean of 2.5 cycles gives 5 cycles

@@ -256,6 +256,46 @@ impl<A: Assoc, B: Assoc> Arrays<A, B> {
     }
 }
 
+/// Sampled mode's page-granular fast-forward (`engine.sampled.fast_forward = "page"`,
+/// module `super::sampled`): the translations a core's TLBs probably still hold, one
+/// per slot of two direct-mapped arrays (base and huge pages), each with as many slots
+/// as the TLBs hold translations of that size (L1 and L2), rounded up to a power of
+/// two. A fast-forward reference whose translation is here is a TLB hit: no walk, no
+/// Accessed bit set again, no trap; one that is not is a miss, and walks. It is kept
+/// in the detailed windows of a sampled run too, where it only classifies references
+/// for the cost model, and every invalidation of the TLBs reaches it, so it never
+/// holds a translation the page tables no longer have. Empty (no slots) unless
+/// enabled.
+#[derive(Clone, Debug, Default)]
+struct Reach {
+    /// (key, value) per slot as the TLB arrays pack them; key 0 is an empty slot.
+    small: Vec<[u64; 2]>,
+    huge: Vec<[u64; 2]>,
+    /// Whether a huge translation was ever filled (a run without huge pages never
+    /// looks the huge array up).
+    any_huge: bool,
+}
+
+impl Reach {
+    /// The slot of virtual page number `vpn` of `tenant` in an array of `len` slots (a
+    /// power of two): the low bits XOR-ed with the bits above them, so that arrays a
+    /// multiple of the array's reach apart do not share slots, and the tenant's.
+    #[inline(always)]
+    fn slot(len: usize, tenant: u16, vpn: u64) -> usize {
+        let bits = len.trailing_zeros();
+        ((vpn ^ (vpn >> bits) ^ (tenant as u64).wrapping_mul(0x9e37)) as usize) & (len - 1)
+    }
+
+    #[inline(always)]
+    fn array(&mut self, huge: bool) -> &mut Vec<[u64; 2]> {
+        if huge {
+            &mut self.huge
+        } else {
+            &mut self.small
+        }
+    }
+}
+
 /// The TLBs of one core.
 #[derive(Clone, Debug)]
 pub struct Tlb {
@@ -263,6 +303,10 @@ pub struct Tlb {
     arrays: Shape,
     /// The walker's paging-structure caches (`None` when configured off).
     psc: Option<PagingStructureCaches>,
+    /// Sampled mode's reach arrays ([`Reach`]; empty unless enabled).
+    reach: Reach,
+    /// Slots the reach arrays get when enabled: (base, huge).
+    reach_slots: (usize, usize),
 }
 
 impl Tlb {
@@ -287,7 +331,83 @@ impl Tlb {
                 l2_huge: cfg.l2_split.then(|| arr(cfg.l2_huge_entries, cfg.l2_huge_ways)),
             })
         };
-        Tlb { huge_shift, arrays, psc: PagingStructureCaches::new(&cfg.psc, levels, huge_shift) }
+        let huge_l2 = if cfg.l2_split { cfg.l2_huge_entries } else { cfg.l2_small_entries };
+        let reach_slots = ((cfg.l1_small_entries + cfg.l2_small_entries).next_power_of_two(), (cfg.l1_huge_entries + huge_l2).next_power_of_two());
+        Tlb { huge_shift, arrays, psc: PagingStructureCaches::new(&cfg.psc, levels, huge_shift), reach: Reach::default(), reach_slots }
+    }
+
+    /// Enables the reach arrays of sampled mode's page-granular fast-forward
+    /// ([`Reach`]), empty.
+    pub fn enable_reach(&mut self) {
+        self.reach = Reach { small: vec![[0; 2]; self.reach_slots.0], huge: vec![[0; 2]; self.reach_slots.1], any_huge: false };
+    }
+
+    /// Whether the reach arrays are enabled.
+    #[inline(always)]
+    pub fn reach_on(&self) -> bool {
+        !self.reach.small.is_empty()
+    }
+
+    /// The translation of `vaddr` the reach arrays hold, base pages first (enabled
+    /// arrays only).
+    #[inline(always)]
+    pub fn reach_lookup(&self, tenant: u16, vaddr: u64) -> Option<TlbEntry> {
+        let r = &self.reach;
+        let small = vaddr >> 12;
+        let [k, v] = r.small[Reach::slot(r.small.len(), tenant, small)];
+        if k == key(tenant, small, false) {
+            return Some(entry(v, false));
+        }
+        if !r.any_huge {
+            return None;
+        }
+        let huge = vaddr >> self.huge_shift;
+        let [k, v] = r.huge[Reach::slot(r.huge.len(), tenant, huge)];
+        (k == key(tenant, huge, true)).then(|| entry(v, true))
+    }
+
+    /// Puts translation `e` of `vaddr` in its reach slot, in place of whatever was
+    /// there; returns whether the slot held this translation already (enabled arrays
+    /// only).
+    #[inline(always)]
+    pub fn reach_fill(&mut self, tenant: u16, vaddr: u64, e: TlbEntry) -> bool {
+        let vpn = self.vpn(vaddr, e.huge);
+        let k = key(tenant, vpn, e.huge);
+        self.reach.any_huge |= e.huge;
+        let a = self.reach.array(e.huge);
+        let slot = Reach::slot(a.len(), tenant, vpn);
+        let held = a[slot][0] == k;
+        a[slot] = [k, value(&e)];
+        held
+    }
+
+    /// Marks the reach arrays' translation of `vaddr` dirty, if they hold it.
+    #[inline]
+    pub fn reach_set_dirty(&mut self, tenant: u16, vaddr: u64, huge: bool) {
+        let vpn = self.vpn(vaddr, huge);
+        let k = key(tenant, vpn, huge);
+        let a = self.reach.array(huge);
+        if a.is_empty() {
+            return;
+        }
+        let slot = Reach::slot(a.len(), tenant, vpn);
+        if a[slot][0] == k {
+            a[slot][1] |= 1;
+        }
+    }
+
+    /// Drops the reach arrays' translation of the page of `vaddr` of the given size.
+    fn reach_invalidate(&mut self, tenant: u16, vaddr: u64, huge: bool) {
+        let vpn = self.vpn(vaddr, huge);
+        let k = key(tenant, vpn, huge);
+        let a = self.reach.array(huge);
+        if a.is_empty() {
+            return;
+        }
+        let slot = Reach::slot(a.len(), tenant, vpn);
+        if a[slot][0] == k {
+            a[slot] = [0; 2];
+        }
     }
 
     /// The paging-structure caches, if configured.
@@ -366,6 +486,7 @@ impl Tlb {
         if let Some(p) = &mut self.psc {
             p.flush_tenant(tenant);
         }
+        self.reach_invalidate(tenant, vaddr, huge);
         let vpn = self.vpn(vaddr, huge);
         let k = key(tenant, vpn, huge);
         each_shape!(&mut self.arrays, a => a.invalidate(k, vpn, huge))
@@ -384,13 +505,19 @@ impl Tlb {
             !mine
         };
         each_shape!(&mut self.arrays, a => a.retain(&mut others));
+        for slot in self.reach.small.iter_mut().chain(self.reach.huge.iter_mut()) {
+            if slot[0] != 0 && (slot[0] >> 46) & 0xffff == tenant as u64 {
+                *slot = [0; 2];
+            }
+        }
         any
     }
 
     /// Every cached translation as (tenant, virtual address of the page, entry); for
     /// invariant checks.
     pub fn entries(&self) -> Vec<(u16, u64, TlbEntry)> {
-        let all = each_shape!(&self.arrays, a => a.entries());
+        let mut all = each_shape!(&self.arrays, a => a.entries());
+        all.extend(self.reach.small.iter().chain(&self.reach.huge).filter(|s| s[0] != 0).map(|s| (s[0], s[1])));
         all.into_iter()
             .map(|(k, v)| {
                 let huge = k & HUGE_KEY != 0;
@@ -451,6 +578,38 @@ mod tests {
         assert!(t.lookup(1, 0x20_0000).unwrap().1.dirty);
         t.flush_tenant(1);
         assert_eq!(t.lookup(1, 0x20_0000), None);
+    }
+
+    /// The reach arrays of the default TLBs: 32 + 512 base-page entries and 32 + 512
+    /// huge-page entries, 1 024 slots each. A huge translation serves every base page
+    /// of its 2 MiB; tenants are apart; the arrays' entries are listed for the
+    /// invariant check; a tenant's flush empties its slots only.
+    #[test]
+    fn reach_arrays_hold_one_translation_a_slot() {
+        let mut t = Tlb::new(&TlbConfig::default(), 4, 21);
+        assert!(!t.reach_on());
+        t.enable_reach();
+        assert_eq!((t.reach.small.len(), t.reach.huge.len()), (1024, 1024));
+        let e = |pfn, huge| TlbEntry { base_pfn: pfn, huge, dirty: false, slot: 3 };
+        assert!(!t.reach_fill(0, 0x1000, e(5, false)), "an empty slot");
+        assert!(t.reach_fill(0, 0x1fff, e(5, false)), "the same page again");
+        assert_eq!(t.reach_lookup(0, 0x1234), Some(e(5, false)));
+        assert_eq!(t.reach_lookup(1, 0x1234), None, "another tenant");
+        t.reach_fill(1, 0x40_0000, e(512, true));
+        assert_eq!(t.reach_lookup(1, 0x5f_f000).map(|x| (x.base_pfn, x.huge)), Some((512, true)), "the last base page of the huge page");
+        t.reach_set_dirty(1, 0x40_0000, true);
+        assert!(t.reach_lookup(1, 0x40_0000).unwrap().dirty);
+        assert_eq!(t.entries().len(), 2, "both reach translations listed");
+        t.flush_tenant(1);
+        assert_eq!(t.reach_lookup(1, 0x40_0000), None);
+        assert!(t.reach_lookup(0, 0x1000).is_some(), "tenant 0 kept");
+        t.invalidate(0, 0x1000, false);
+        assert_eq!(t.reach_lookup(0, 0x1000), None);
+        // Page 1 (slot 1 ^ 0 = 1) and page 1 024 (slot 0 ^ 1 = 1) share a slot: the
+        // second replaces the first.
+        t.reach_fill(0, 0x1000, e(5, false));
+        assert!(!t.reach_fill(0, 1024 << 12, e(6, false)));
+        assert_eq!(t.reach_lookup(0, 0x1000), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use super::page_table::{WalkPath, ACCESSED, DIRTY, POISONED, TRAP};
 use super::placement::Placement;
 use super::psc::PagingStructureCaches;
-use super::sampled::{FAST, FIT};
+use super::sampled::{fast, FIT};
 use super::tlb::{TlbEntry, TlbHit, NO_SLOT};
 use super::{FaultEvent, FaultKind, Machine, MemKind, Observer, PlaceEvent, Redirect, TierId, TlbMissEvent};
 
@@ -19,7 +19,7 @@ impl<R: Redirect> Machine<R> {
     /// served it and its latency.
     #[inline(always)]
     pub(super) fn walk_cached<const M: u8, O: Observer>(&mut self, core: usize, pa: u64, write: bool, at: u64, obs: &mut O) -> (usize, u64) {
-        if M == FAST {
+        if fast(M) {
             let (lat, memory) = self.models[core].walk();
             if memory {
                 self.redirect.memory(&mut self.mem.tiers, core, pa, false, MemKind::Walk, at, false, obs);
@@ -65,7 +65,7 @@ impl<R: Redirect> Machine<R> {
         if M == FIT {
             self.models[core].record_walk(depth, lat);
         }
-        if M == FAST {
+        if fast(M) {
             return (depth, self.models[core].uncached_walk());
         }
         (depth, lat)

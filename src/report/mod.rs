@@ -5,7 +5,7 @@
 pub mod html;
 pub mod table;
 
-use crate::config::{Config, SampledConfig, WorkloadSlot};
+use crate::config::{Config, FastForward, SampledConfig, WorkloadSlot};
 use crate::machine::cache::CacheStats;
 use crate::machine::sampled::CostModel;
 use crate::machine::ops::MechanismStats;
@@ -364,7 +364,9 @@ pub struct SamplingReport {
 }
 
 impl SamplingReport {
-    pub fn new(sampled: bool, refs_by_window: [u64; 2], models: &[CostModel], w: &SampledConfig) -> SamplingReport {
+    /// The sampling section of a run that was `sampled` (or detailed throughout),
+    /// whose fast-forward translated as `ff` says.
+    pub fn new(sampled: bool, ff: FastForward, refs_by_window: [u64; 2], models: &[CostModel], w: &SampledConfig) -> SamplingReport {
         let errors: Vec<f64> = models.iter().flat_map(|m| m.errors.iter().copied()).collect();
         let n = errors.len().max(1) as f64;
         let total = refs_by_window[0] + refs_by_window[1];
@@ -380,10 +382,12 @@ impl SamplingReport {
             model_error_mean: errors.iter().map(|e| e.abs()).sum::<f64>() / n,
             model_error_max: errors.iter().fold(0.0, |a, e| a.max(e.abs())),
             model_error_bias: errors.iter().sum::<f64>() / n,
-            estimated: if sampled {
-                "in fast-forward windows: cache-hierarchy latencies, cache hit and miss counts, walk references served by memory, and which references reach memory (at the fitted rate)".to_string()
-            } else {
-                String::new()
+            estimated: match (sampled, ff) {
+                (false, _) => String::new(),
+                (true, FastForward::Tlb) => {
+                    "in fast-forward windows: cache-hierarchy latencies, cache hit and miss counts, walk references served by memory, and which references reach memory (at the fitted rate)".to_string()
+                }
+                (true, FastForward::Page) => "in fast-forward windows: cache-hierarchy latencies, cache hit and miss counts, which references reach memory (at the fitted rate), the tiers' row hits, queueing and walk reads (at the fitting window's rates, counted per window), translation times, and the TLB counts (L1 and L2 hits, misses), walk references, walk memory accesses and walk cycles (from the fitting window, by whether the core's reach array held the translation); Accessed and Dirty bits, first-touch, poison and hinting faults and traps follow the reach array's misses".to_string(),
             },
         }
     }
