@@ -381,32 +381,32 @@ impl Tlb {
         held
     }
 
-    /// Marks the reach arrays' translation of `vaddr` dirty, if they hold it.
+    /// The reach arrays' slot holding the translation of the page of `vaddr` of the
+    /// given size, if they hold it (enabled arrays only).
     #[inline]
-    pub fn reach_set_dirty(&mut self, tenant: u16, vaddr: u64, huge: bool) {
+    fn reach_slot(&mut self, tenant: u16, vaddr: u64, huge: bool) -> Option<&mut [u64; 2]> {
         let vpn = self.vpn(vaddr, huge);
         let k = key(tenant, vpn, huge);
         let a = self.reach.array(huge);
         if a.is_empty() {
-            return;
+            return None;
         }
         let slot = Reach::slot(a.len(), tenant, vpn);
-        if a[slot][0] == k {
-            a[slot][1] |= 1;
+        Some(&mut a[slot]).filter(|s| s[0] == k)
+    }
+
+    /// Marks the reach arrays' translation of `vaddr` dirty, if they hold it.
+    #[inline]
+    pub fn reach_set_dirty(&mut self, tenant: u16, vaddr: u64, huge: bool) {
+        if let Some(s) = self.reach_slot(tenant, vaddr, huge) {
+            s[1] |= 1;
         }
     }
 
     /// Drops the reach arrays' translation of the page of `vaddr` of the given size.
     fn reach_invalidate(&mut self, tenant: u16, vaddr: u64, huge: bool) {
-        let vpn = self.vpn(vaddr, huge);
-        let k = key(tenant, vpn, huge);
-        let a = self.reach.array(huge);
-        if a.is_empty() {
-            return;
-        }
-        let slot = Reach::slot(a.len(), tenant, vpn);
-        if a[slot][0] == k {
-            a[slot] = [0; 2];
+        if let Some(s) = self.reach_slot(tenant, vaddr, huge) {
+            *s = [0; 2];
         }
     }
 
