@@ -123,11 +123,9 @@ pub struct Caches {
     depth: usize,
     l1_latency: u64,
     llc_latency: u64,
-    /// Cores whose accesses to the last level are being recorded (epochs mode's
-    /// calibrations, for the stand-ins that replay them, [`Caches::record`]): their
-    /// count, and per core the lines in the order they reached it, up to
-    /// [`RECORDED_LINES`].
-    recording: usize,
+    /// Per core, while its accesses to the last level are being recorded (epochs
+    /// mode's calibrations, for the stand-ins that replay them, [`Caches::record`]),
+    /// the lines in the order they reached it, up to [`RECORDED_LINES`].
     records: Vec<Option<Vec<u64>>>,
 }
 
@@ -145,7 +143,6 @@ impl Caches {
             depth: configs.len(),
             l1_latency: configs[0].latency_cycles,
             llc_latency: configs[configs.len() - 1].latency_cycles,
-            recording: 0,
             records: Vec::new(),
         }
     }
@@ -199,13 +196,9 @@ impl Caches {
     /// `CALIBRATE`, which call this for every access that reached it).
     #[inline(never)]
     pub(crate) fn record(&mut self, core: usize, paddr: u64) {
-        if self.recording == 0 {
-            return;
-        }
-        let line = paddr >> LINE_SHIFT;
         if let Some(Some(v)) = self.records.get_mut(core) {
             if v.len() < RECORDED_LINES {
-                v.push(line);
+                v.push(paddr >> LINE_SHIFT);
             }
         }
     }
@@ -216,22 +209,13 @@ impl Caches {
         if self.records.len() <= core {
             self.records.resize_with(core + 1, || None);
         }
-        if self.records[core].is_none() {
-            self.recording += 1;
-        }
         self.records[core] = Some(Vec::new());
     }
 
     /// Stops recording `core`'s accesses; returns the lines recorded since
     /// [`Caches::start_recording`].
     pub(crate) fn stop_recording(&mut self, core: usize) -> Vec<u64> {
-        match self.records.get_mut(core).and_then(Option::take) {
-            Some(v) => {
-                self.recording -= 1;
-                v
-            }
-            None => Vec::new(),
-        }
+        self.records.get_mut(core).and_then(Option::take).unwrap_or_default()
     }
 
     /// Whether the last level is one instance shared by every core.
